@@ -1,0 +1,1 @@
+"""Package data: plans, prompt sets, icons and desktop metadata."""

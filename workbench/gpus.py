@@ -1,0 +1,64 @@
+"""Which accelerators this host exposes (ROCm, CUDA or none), asked of the vendor tools."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Gpu:
+    vendor: str
+    index: int
+    name: str
+
+
+def _run(argv: list[str]) -> str | None:
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def parse_nvidia_smi_list(text: str) -> list[Gpu]:
+    """`nvidia-smi -L`: 'GPU 0: NVIDIA H200 (UUID: ...)'."""
+    gpus = []
+    for line in text.splitlines():
+        if line.startswith("GPU ") and ":" in line:
+            head, rest = line.split(":", 1)
+            gpus.append(Gpu("nvidia", int(head.split()[1]), rest.split("(UUID")[0].strip()))
+    return gpus
+
+
+def parse_amd_smi_list(text: str) -> list[Gpu]:
+    """`amd-smi static --asic --json`: a list of {gpu, asic: {market_name}}."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    items = data if isinstance(data, list) else data.get("gpu_data", [])
+    return [Gpu("amd", int(d.get("gpu", i)), d.get("asic", {}).get("market_name", "AMD GPU"))
+            for i, d in enumerate(items)]
+
+
+def detect() -> tuple[str, list[Gpu]]:
+    """('rocm' | 'cuda' | 'none', GPUs)."""
+    amd = _run(["amd-smi", "static", "--asic", "--json"])
+    if amd:
+        gpus = parse_amd_smi_list(amd)
+        if gpus:
+            return "rocm", gpus
+    if Path("/dev/kfd").exists():
+        return "rocm", []
+    nvidia = _run(["nvidia-smi", "-L"])
+    if nvidia:
+        gpus = parse_nvidia_smi_list(nvidia)
+        if gpus:
+            return "cuda", gpus
+    return "none", []

@@ -1,0 +1,32 @@
+"""Where Draftbench keeps its data, models and results (platformdirs, overridable for tests)."""
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "draftbench"
+
+
+def data_dir() -> Path:
+    override = os.environ.get("DRAFTBENCH_DATA_DIR")
+    return Path(override) if override else Path(platformdirs.user_data_dir(APP))
+
+
+def config_dir() -> Path:
+    override = os.environ.get("DRAFTBENCH_CONFIG_DIR")
+    return Path(override) if override else Path(platformdirs.user_config_dir(APP))
+
+
+def models_dir() -> Path:
+    return data_dir() / "models"
+
+
+def default_db() -> Path:
+    return data_dir() / "results.sqlite"
+
+
+def resources_dir() -> Path:
+    import resources
+
+    return Path(resources.__file__).parent

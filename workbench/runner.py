@@ -1,0 +1,327 @@
+"""Executes a plan: one vLLM server per configuration, measured runs against it, all into SQLite.
+
+Resumable: runs already completed for the same plan in the same database are skipped; a run that
+was interrupted (runner killed) is redone from scratch. Progress goes out as JSON lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import platform
+import queue
+import signal
+import statistics
+import sys
+import time
+from typing import Callable
+
+from workbench import engine, gpus, launch, load, metrics, store, workloads
+from workbench.plan import Plan, Run, Server
+
+import httpx
+
+SCRAPE_INTERVAL_S = 0.5
+WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
+Emit = Callable[[dict], None]
+
+
+def print_event(event: dict) -> None:
+    sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def host_info() -> dict:
+    platform_name, devices = gpus.detect()
+    return {"hostname": platform.node(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "accelerator": platform_name,
+            "gpus": [d.name for d in devices]}
+
+
+def _die_with_parent() -> None:
+    # A SIGKILLed runner cannot stop its server; the kernel does it instead (Linux only).
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict:
+    """A run's summary figures, as DESIGN.md defines them."""
+    ok = [r for r in results if r.ok]
+    out_tokens = sum(r.output_tokens for r in ok)
+    ttft = [r.ttft_ms for r in ok if r.ttft_ms is not None]
+    gaps = [g for r in ok for g in r.chunk_gaps_ms]
+    tpot = [(r.latency_ms - r.ttft_ms) / (r.output_tokens - 1)
+            for r in ok if r.ttft_ms is not None and r.output_tokens > 1]
+    spec_mals = [r.spec["mean_acceptance_length"] for r in ok if r.spec and r.spec.get("num_spec_steps")]
+    return {
+        "window_s": wall_s, "output_tokens": out_tokens,
+        "output_tok_s": out_tokens / wall_s if wall_s > 0 else None,
+        "generation_tokens": win.generation_tokens, "prompt_tokens": win.prompt_tokens,
+        "drafts": win.drafts, "draft_tokens": win.draft_tokens, "accepted": win.accepted,
+        "mal": win.mean_acceptance_length, "acceptance_rate": win.acceptance_rate,
+        "per_position": json.dumps(win.per_position) if win.per_position is not None else None,
+        "requests_ok": len(ok), "requests_failed": len(results) - len(ok),
+        "ttft_mean_ms": statistics.fmean(ttft) if ttft else None,
+        "ttft_p50_ms": _pct(ttft, 0.5), "ttft_p99_ms": _pct(ttft, 0.99),
+        "itl_mean_ms": statistics.fmean(gaps) if gaps else None,
+        "itl_p50_ms": _pct(gaps, 0.5), "itl_p99_ms": _pct(gaps, 0.99),
+        "tpot_mean_ms": statistics.fmean(tpot) if tpot else None,
+        "e2el_mean_ms": statistics.fmean([r.latency_ms for r in ok]) if ok else None,
+        "spec_request_mal": statistics.fmean(spec_mals) if spec_mals else None,
+    }
+
+
+class Runner:
+    def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
+                 emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S):
+        self.plan = plan
+        self.db_path = db_path
+        self.vllm = vllm or engine.probe()
+        self.emit = emit
+        self.scrape_interval_s = scrape_interval_s
+        self.db = store.open_db(db_path)
+        self.log_queue: queue.Queue = queue.Queue()
+        self.log_run_id: int | None = None
+        self.cancelled = False
+
+    # --- bookkeeping -------------------------------------------------------------------------
+    def _register(self) -> tuple[int, dict[str, int]]:
+        host = host_info()
+        exp_id = store.experiment_for(self.db, self.plan.name, self.plan.hash, self.plan.text,
+                                      self.plan.path, host)
+        ids: dict[str, int] = {}
+        with self.db.conn:
+            for seq, r in enumerate(self.plan.runs):
+                row = self.db.execute("SELECT id, status FROM runs WHERE experiment_id=? AND key=?",
+                                      [exp_id, r.key]).fetchone()
+                if row is None:
+                    ids[r.key] = self.db["runs"].insert(self._run_row(exp_id, seq, r, host)).last_pk
+                    continue
+                ids[r.key] = row[0]
+                if row[1] != "completed":
+                    # Interrupted or failed before: everything it wrote goes, and it runs again.
+                    for table in ("samples", "positions", "requests", "logs"):
+                        self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [row[0]])
+                    self.db["runs"].update(row[0], {"status": "pending", "error": None, "log_tail": None})
+        return exp_id, ids
+
+    def _run_row(self, exp_id: int, seq: int, r: Run, host: dict) -> dict:
+        s = r.server
+        spec = launch.prepare(s, self.vllm, 0)
+        return {
+            "experiment_id": exp_id, "key": r.key, "seq": seq, "server_key": s.key,
+            "target": s.target, "method": s.method, "draft": s.draft, "n": s.n,
+            "options": json.dumps(dict(s.options)), "workload": r.workload,
+            "concurrency": r.concurrency, "request_rate": r.request_rate, "repeat": r.repeat,
+            "num_prompts": r.num_prompts, "max_tokens": r.max_tokens, "temperature": r.temperature,
+            "top_p": r.top_p, "warmup": r.warmup, "status": "pending",
+            "command": spec.command.replace("--port 0", "--port PORT"),
+            "env": json.dumps(spec.env), "vllm_version": self.vllm.version,
+            "torch_version": self.vllm.torch, "host": json.dumps(host),
+        }
+
+    def _on_line(self, stream: str, line: str) -> None:
+        self.log_queue.put((time.time(), stream, line))
+
+    def _flush_logs(self) -> None:
+        rows = []
+        while True:
+            try:
+                t, stream, line = self.log_queue.get_nowait()
+            except queue.Empty:
+                break
+            rows.append({"run_id": self.log_run_id, "t": t, "stream": stream, "line": line})
+        if rows and self.log_run_id is not None:
+            with self.db.conn:
+                self.db["logs"].insert_all(rows)
+
+    def _fail(self, run_id: int, error: str, log_tail: str) -> None:
+        self._flush_logs()
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
+                                            "finished": time.time()})
+        self.emit({"event": "run_failed", "run": run_id, "error": error})
+
+    # --- the sweep -----------------------------------------------------------------------------
+    def run(self) -> dict:
+        t0 = time.time()
+        exp_id, ids = self._register()
+        status = {r["id"]: r["status"] for r in store.runs(self.db, "experiment_id = ?", [exp_id])}
+        pending = [r for r in self.plan.runs if status[ids[r.key]] != "completed"]
+        self.emit({"event": "sweep_started", "experiment": exp_id, "db": str(self.db_path),
+                   "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped})
+        done = 0
+        for server, runs in self.plan.servers():
+            todo = [r for r in runs if status[ids[r.key]] != "completed"]
+            if not todo or self.cancelled:
+                continue
+            done += self._serve(server, todo, ids, len(pending), done)
+        counts = {row[0]: row[1] for row in self.db.execute(
+            "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [exp_id])}
+        summary = {"event": "sweep_finished", "experiment": exp_id, "seconds": time.time() - t0,
+                   "completed": counts.get("completed", 0), "failed": counts.get("failed", 0),
+                   "cancelled": self.cancelled}
+        self.emit(summary)
+        return summary
+
+    def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int) -> int:
+        spec = launch.prepare(server, self.vllm, launch.free_port())
+        srv = launch.LocalServer(spec, on_line=self._on_line)
+        self.log_run_id = ids[todo[0].key]
+        command = spec.command
+        with self.db.conn:
+            for r in todo:
+                self.db["runs"].update(ids[r.key], {"command": command, "argv": json.dumps(spec.vllm_args)})
+        self.emit({"event": "server_starting", "run": self.log_run_id, "command": command})
+        try:
+            srv.start(preexec=_die_with_parent)
+            seconds = srv.wait_healthy(self.plan.health_timeout_s, cancelled=lambda: self.cancelled)
+            self.emit({"event": "server_ready", "seconds": round(seconds, 1), "port": spec.port})
+        except launch.LaunchError as exc:
+            srv.stop()
+            for r in todo:
+                self._fail(ids[r.key], str(exc), exc.log_tail)
+            return len(todo)
+        seen: set[str] = set()
+        try:
+            for r in todo:
+                if self.cancelled:
+                    break
+                run_id = ids[r.key]
+                self.log_run_id = run_id
+                self.emit({"event": "run_started", "run": run_id, "label": r.label,
+                           "index": done + 1, "total": total})
+                with self.db.conn:
+                    self.db["runs"].update(run_id, {"status": "running", "started": time.time()})
+                try:
+                    summary = asyncio.run(self._measure(run_id, r, srv, seen))
+                except RunFailed as exc:
+                    self._fail(run_id, str(exc), srv.log_tail())
+                    if not srv.alive:
+                        for rest in todo[todo.index(r) + 1:]:
+                            self._fail(ids[rest.key], "vLLM server died during an earlier run", srv.log_tail())
+                        return len(todo)
+                else:
+                    self._flush_logs()
+                    with self.db.conn:
+                        self.db["runs"].update(run_id, {**summary, "status": "completed", "finished": time.time()})
+                    self.emit({"event": "run_finished", "run": run_id, "label": r.label,
+                               "output_tok_s": summary["output_tok_s"], "mal": summary["mal"],
+                               "acceptance_rate": summary["acceptance_rate"]})
+                done += 1
+        finally:
+            srv.stop()
+            self._flush_logs()
+        return len(todo)
+
+    async def _scrape(self, client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
+        response = await client.get(url)
+        response.raise_for_status()
+        return metrics.parse(response.text, time.time())
+
+    async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
+        prompts = workloads.sample(workloads.load(r.workload), r.num_prompts, seed=r.repeat)
+        sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p)
+        base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
+        metrics_url = base + "/metrics"
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"prompts_seen_before": int(any(p.id in seen for p in prompts))})
+        if r.warmup:
+            warm = await load.generate(base, key, name, [WARMUP_PROMPT] * r.warmup, sampling,
+                                       min(r.warmup, r.concurrency))
+            if not all(w.ok for w in warm):
+                raise RunFailed(f"warm-up request failed: {next(w.error for w in warm if not w.ok)}")
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            before = await self._scrape(client, metrics_url)
+            t_start = time.perf_counter()
+            state = {"done": 0, "out": 0, "last": before, "rows": []}
+
+            def on_result(res: load.RequestResult) -> None:
+                state["done"] += 1
+                state["out"] += res.output_tokens
+                state["rows"].append(res.row(run_id))
+
+            async def sampler() -> None:
+                while True:
+                    await asyncio.sleep(self.scrape_interval_s)
+                    await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+
+            task = asyncio.create_task(sampler())
+            try:
+                results = await load.generate(base, key, name, prompts, sampling, r.concurrency,
+                                              r.request_rate, seed=r.repeat, on_result=on_result)
+            finally:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, httpx.HTTPError):
+                    pass
+            wall = time.perf_counter() - t_start
+            if not srv.alive:
+                raise RunFailed("vLLM server died during the run: "
+                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {srv.proc.returncode}"))
+            after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+        seen.update(p.id for p in prompts)
+        failed = [x for x in results if not x.ok]
+        if len(failed) == len(results):
+            raise RunFailed(f"every request failed: {failed[0].error}")
+        return summarize(results, metrics.window(before, after), wall)
+
+    async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
+        snap = await self._scrape(client, url)
+        w = metrics.window(before, snap)
+        last: metrics.Snapshot = state["last"]
+        dt = snap.t - last.t
+        interval_gen = snap.total("generation_tokens") - last.total("generation_tokens")
+        t = time.perf_counter() - t_start
+        sample = {
+            "run_id": run_id, "t": t, "drafts": w.drafts, "draft_tokens": w.draft_tokens,
+            "accepted": w.accepted, "generation_tokens": w.generation_tokens,
+            "output_tokens": state["out"], "mal": w.mean_acceptance_length,
+            "acceptance_rate": w.acceptance_rate,
+            "output_tok_s": interval_gen / dt if dt > 0 else None,
+            "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
+            "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
+        }
+        positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts}
+                     for i, a in enumerate(w.accepted_per_position)]
+        rows, state["rows"] = state["rows"], []
+        self._flush_logs()
+        with self.db.conn:
+            self.db["samples"].insert(sample)
+            if positions:
+                self.db["positions"].insert_all(positions)
+            if rows:
+                self.db["requests"].insert_all(rows)
+        state["last"] = snap
+        self.emit({"event": "progress", "run": run_id, "done": state["done"], "total": r.num_prompts,
+                   "t": round(t, 2), "output_tok_s": sample["output_tok_s"], "mal": sample["mal"]})
+        return snap
+
+
+class RunFailed(Exception):
+    pass
+
+
+def _cancel_running(self: Runner) -> None:
+    """After an interrupt: the run in flight is marked cancelled (redone on the next resume)."""
+    self._flush_logs()
+    with self.db.conn:
+        self.db.execute("UPDATE runs SET status='cancelled', finished=? WHERE status='running'", [time.time()])
+    self.emit({"event": "sweep_finished", "cancelled": True})
+
+
+Runner.cancel_running = _cancel_running
