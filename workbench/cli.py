@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import Callable
 
 from workbench import __version__, paths
 
@@ -47,15 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, gui: Callable[[str | None], int] | None = None) -> int:
+    """`gui` opens the desktop app; it is handed in by the app package, so this core never
+    imports Qt (without it, the headless commands still work)."""
     args = _parser().parse_args(argv)
     try:
         if args.info or args.command == "doctor":
             return _doctor()
         if args.command in (None, "gui"):
-            from app.main import main as gui_main
-
-            return gui_main(getattr(args, "db", None))
+            if gui is None:
+                raise CliError("this entry point has no desktop app; use a headless command (see --help)")
+            return gui(getattr(args, "db", None))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)

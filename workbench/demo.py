@@ -104,14 +104,15 @@ def status(model: DemoModel, root: Path | None = None) -> str:
     return "ready"
 
 
-def ensure(root: Path | None = None, progress: Progress | None = None, force: bool = False) -> dict[str, Path]:
+def ensure(root: Path | None = None, progress: Progress | None = None, force: bool = False,
+           only: tuple[DemoModel, ...] = ALL) -> dict[str, Path]:
     """Build whatever is missing or damaged; return the folders by model name."""
     report = progress or (lambda fraction, message: None)
-    todo = [m for m in ALL if force or status(m, root) != "ready"]
+    todo = [m for m in only if force or status(m, root) != "ready"]
     if todo:
         _build(todo, root, report)
     report(1.0, "demo model ready")
-    return {m.name: folder(m, root) for m in ALL}
+    return {m.name: folder(m, root) for m in only}
 
 
 def _build(todo: list[DemoModel], root: Path | None, report: Progress) -> None:

@@ -23,7 +23,9 @@ from workbench.plan import Server
 HOST = "127.0.0.1"
 # Server-side defaults for vLLM's CPU build on small machines (see the README): 1 GiB of KV cache
 # instead of 4, and no core held back from the model.
-CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+# VLLM_TARGET_DEVICE: the CPU build finds its platform from a version tag that the shim supplies
+# too; saying it outright keeps detection independent of how vLLM was installed.
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_TARGET_DEVICE": "cpu"}
 
 
 class LaunchError(Exception):

@@ -1,0 +1,1 @@
+"""Draftbench's desktop app (PySide6 + pyqtgraph): views and process adapters, no domain logic."""

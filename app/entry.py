@@ -1,0 +1,20 @@
+"""The `draftbench` command: the desktop app with no arguments, the headless CLI otherwise."""
+
+import sys
+
+from workbench import cli
+
+
+def _gui(db: str | None) -> int:
+    # Qt is imported only here, so `--version`, `--info` and the headless commands never load it.
+    from app.main import main as gui_main
+
+    return gui_main(db)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(sys.argv[1:] if argv is None else argv, gui=_gui)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

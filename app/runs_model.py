@@ -1,0 +1,63 @@
+"""The runs of a results database as a Qt table model."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+
+COLUMNS = [
+    ("id", "Run", "Run id in the database"),
+    ("status", "Status", "pending, running, completed, failed or cancelled"),
+    ("method", "Method", "Drafting method; baseline = no speculation"),
+    ("n", "N", "Number of speculative tokens per step"),
+    ("workload", "Workload", "Prompt set"),
+    ("concurrency", "Conc.", "Requests in flight at once"),
+    ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts (vLLM's definition)"),
+    ("acceptance_rate", "Accept.", "Acceptance rate = accepted draft tokens / drafted tokens"),
+    ("output_tok_s", "Output tok/s", "Output tokens / wall time of the measurement window"),
+]
+SORT_ROLE = Qt.UserRole + 1
+FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
+
+
+class RunsModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list[dict] = []
+
+    def set_rows(self, rows: list[dict]) -> None:
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        key = COLUMNS[index.column()][0]
+        value = self._rows[index.row()].get(key)
+        if role == Qt.DisplayRole:
+            if value is None:
+                return ""
+            return FORMATS.get(key, "{}").format(value)
+        if role == SORT_ROLE:
+            return value if value is not None else -1
+        if role == Qt.TextAlignmentRole and key not in ("status", "method", "workload"):
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.DisplayRole:
+            return COLUMNS[section][1]
+        if role == Qt.ToolTipRole:
+            return COLUMNS[section][2]
+        return None
+
+    def row(self, i: int) -> dict:
+        return self._rows[i]
