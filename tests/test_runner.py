@@ -1,0 +1,150 @@
+"""The runner end to end on real vLLM CPU servers: baseline, ngram and draft_model into SQLite,
+then resume after the runner is SIGKILLed mid-sweep."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench import plan, runner, store
+
+PLAN = """
+name = "{name}"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+dtype = "bfloat16"
+enforce_eager = true
+{methods}
+[workload]
+num_prompts = 6
+max_tokens = 40
+warmup = 1
+concurrency = [2]
+temperature = 0.0
+[server]
+health_timeout_s = 300
+"""
+METHODS = """
+[[methods]]
+method = "ngram"
+n = 3
+options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
+[[methods]]
+method = "draft_model"
+draft = "demo:smollm2-135m-draft-noisy-copy"
+n = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep_db(demo_models, vllm_install, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
+    events = []
+    p = plan.loads(PLAN.format(name="integration", methods=METHODS))
+    summary = runner.Runner(p, str(path), vllm_install, emit=events.append).run()
+    return path, summary, events
+
+
+def test_sweep_completes_every_run(sweep_db):
+    path, summary, events = sweep_db
+    assert summary["completed"] == 3 and summary["failed"] == 0, events
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "sweep_started" and kinds[-1] == "sweep_finished"
+    assert kinds.count("server_ready") == 3 and kinds.count("run_finished") == 3
+    assert "progress" in kinds
+
+
+def test_stored_figures_follow_vllms_definitions(sweep_db):
+    db = store.open_db(sweep_db[0], readonly=True)
+    rows = {r["method"]: r for r in store.runs(db)}
+    assert set(rows) == {"baseline", "ngram", "draft_model"}
+    for method, n in (("ngram", 3), ("draft_model", 2)):
+        r = rows[method]
+        last_t = db.execute("SELECT max(t) FROM positions WHERE run_id = ?", [r["id"]]).fetchone()[0]
+        final = db.execute("SELECT position, accepted, drafts FROM positions WHERE run_id = ? AND t = ? "
+                           "ORDER BY position", [r["id"], last_t]).fetchall()
+        # A row for every position 1..N, and the last sample's counters are the run's window.
+        assert [p for p, _, _ in final] == list(range(1, n + 1))
+        assert final[0][2] == r["drafts"] > 0
+        assert sum(a for _, a, _ in final) == r["accepted"]
+        per_pos = json.loads(r["per_position"])
+        assert len(per_pos) == n
+        assert all(per_pos[i] >= per_pos[i + 1] for i in range(n - 1)), per_pos
+        assert r["mal"] == pytest.approx(1 + sum(per_pos), abs=1e-12)
+        assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["draft_tokens"])
+        assert r["draft_tokens"] == n * r["drafts"]
+        # vLLM's per-request attribution of the same requests adds up to the same counters.
+        spec = db.execute("SELECT sum(spec_drafts), sum(spec_accepted) FROM requests WHERE run_id = ?",
+                          [r["id"]]).fetchone()
+        assert tuple(spec) == (r["drafts"], r["accepted"])
+    for r in rows.values():
+        assert r["status"] == "completed" and r["requests_ok"] == 6 and r["requests_failed"] == 0
+        client = db.execute("SELECT sum(output_tokens) FROM requests WHERE run_id = ?", [r["id"]]).fetchone()[0]
+        assert client == r["output_tokens"] > 0
+        assert abs(client - r["generation_tokens"]) <= 0.02 * r["generation_tokens"]
+        assert r["output_tok_s"] == pytest.approx(r["output_tokens"] / r["window_s"])
+        assert r["command"].startswith("vllm serve ") and r["vllm_version"] == "0.32.0"
+        assert r["temperature"] == 0.0
+        assert db.execute("SELECT count(*) FROM logs WHERE run_id = ?", [r["id"]]).fetchone()[0] > 0
+    assert rows["baseline"]["mal"] is None and "--speculative-config" not in rows["baseline"]["command"]
+    assert '"method":"ngram"' in rows["ngram"]["command"]
+
+
+def test_show_prints_speedups_for_the_sweep(sweep_db):
+    done = subprocess.run([sys.executable, "-m", "app", "show", "--db", str(sweep_db[0])],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:4] == ["method", "N", "workload", "conc"]
+    baseline = next(line for line in lines if line.startswith("baseline"))
+    assert "1.00" in baseline
+
+
+def _wait_for(path: Path, predicate, timeout: float) -> None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if path.exists() and predicate(path.read_text()):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out; events so far:\n{path.read_text() if path.exists() else ''}")
+
+
+def test_sigkilled_runner_resumes_only_the_missing_runs(demo_models, tmp_path):
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(PLAN.format(name="resume", methods="[[methods]]\nmethod = \"ngram\"\nn = 2\n"))
+    db_path = tmp_path / "results.sqlite"
+    events = tmp_path / "events.jsonl"
+    argv = [sys.executable, "-m", "app", "run", str(plan_file), "--db", str(db_path)]
+    with events.open("w") as out:
+        first = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+        try:
+            # Kill it once the baseline is done and the second server is on its way.
+            _wait_for(events, lambda t: t.count('"server_starting"') == 2, 400)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+    db = store.open_db(db_path, readonly=True)
+    before = {r["method"]: r for r in store.runs(db)}
+    db.conn.close()
+    assert before["baseline"]["status"] == "completed" and before["ngram"]["status"] != "completed"
+
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    evs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert evs[0]["pending"] == 1
+    assert [e["label"] for e in evs if e["event"] == "run_finished"] == ["ngram N=2 · builtin · c=2 · #1"]
+    db = store.open_db(db_path, readonly=True)
+    after = {r["method"]: r for r in store.runs(db)}
+    assert after["ngram"]["status"] == "completed"
+    assert after["baseline"] == before["baseline"]
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    # The server of the killed runner did not outlive it.
+    leftover = subprocess.run(["pgrep", "-f", f"--port {before['ngram']['command'].split('--port ')[1].split()[0]}"],
+                              capture_output=True)
+    assert leftover.returncode == 1
