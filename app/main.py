@@ -1,275 +1,258 @@
-"""The main window: Experiment (plan + exact vLLM commands + Run) and History pages."""
+"""The main window: Experiment, Live and History pages, menus, settings, and the sweep in progress."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import sys
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QProcess, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow, QMessageBox,
-    QPlainTextEdit, QProgressBar, QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
-from app.runs_model import SORT_ROLE, RunsModel
-from workbench import __version__, engine, launch, paths, plan, store
+from app import theme
+from app.experiment import ExperimentPage
+from app.history import HistoryPage
+from app.live import LivePage
+from app.sweep import Sweep
+from workbench import __version__, engine, paths, plan, store
 
 DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
+MAX_RECENT = 8
 
 
-def runner_command(plan_path: str, db_path: str) -> tuple[str, list[str]]:
-    """The runner is `draftbench run` in a child process, so a GUI crash never kills a sweep."""
-    return sys.executable, ["-m", "app", "run", plan_path, "--db", db_path]
-
-
-class ExperimentPage(QWidget):
-    def __init__(self, window: "MainWindow"):
-        super().__init__()
-        self.window_ = window
-        self.plan_path: Path | None = None
-        mono = QFont("DejaVu Sans Mono")
-        mono.setStyleHint(QFont.Monospace)
-
-        self.editor = QPlainTextEdit()
-        self.editor.setFont(mono)
-        self.editor.setToolTip("The experiment plan (TOML). A baseline run is added automatically.")
-        self.commands = QPlainTextEdit(readOnly=True)
-        self.commands.setFont(mono)
-        self.commands.setToolTip("The exact vLLM command of every server this plan launches, with its runs")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.run_button = QPushButton("Run")
-        self.run_button.setToolTip("Validate the plan and start the sweep (Ctrl+R)")
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m runs")
-        self.events = QPlainTextEdit(readOnly=True)
-        self.events.setFont(mono)
-        self.events.setMaximumBlockCount(2000)
-
-        left = QWidget()
-        lv = QVBoxLayout(left)
-        lv.addWidget(QLabel("<b>Plan</b>"))
-        lv.addWidget(self.editor)
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.addWidget(QLabel("<b>vLLM commands this plan will launch</b>"))
-        rv.addWidget(self.commands, 2)
-        rv.addWidget(QLabel("<b>Sweep</b>"))
-        rv.addWidget(self.events, 1)
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([500, 700])
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.run_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addWidget(self.progress, 1)
-        layout = QVBoxLayout(self)
-        layout.addWidget(split, 1)
-        layout.addWidget(self.status)
-        layout.addLayout(buttons)
-
-        self.validate_timer = QTimer(self, singleShot=True, interval=300)
-        self.validate_timer.timeout.connect(self.validate)
-        self.editor.textChanged.connect(self.validate_timer.start)
-        self.run_button.clicked.connect(self.start)
-        self.stop_button.clicked.connect(self.stop)
-
-        self.process = QProcess(self)
-        self.process.readyReadStandardOutput.connect(self._read_events)
-        self.process.readyReadStandardError.connect(self._read_stderr)
-        self.process.finished.connect(self._finished)
-
-    def load_file(self, path: Path) -> None:
-        self.plan_path = path
-        self.editor.setPlainText(path.read_text())
-        self.validate()
-
-    def validate(self) -> plan.Plan | None:
-        base = self.plan_path.parent if self.plan_path else Path.cwd()
-        try:
-            p = plan.loads(self.editor.toPlainText(), path=str(self.plan_path or "plan.toml"), base=base)
-        except plan.PlanError as exc:
-            self.status.setText(f"<span style='color:#c0392b'>Plan error: {exc}</span>")
-            self.commands.setPlainText("")
-            self.run_button.setEnabled(False)
-            return None
-        vllm = self.window_.vllm
-        lines = []
-        for server, runs in p.servers():
-            lines.append(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
-            lines += [f"    {r.label}" for r in runs]
-        self.commands.setPlainText("\n".join(lines))
-        where = "vLLM " + (f"{vllm.version} ({vllm.build} build)" if vllm.found else "not found: runs cannot start")
-        self.status.setText(f"{len(p.runs)} runs on {len(p.servers())} server configurations · {where}")
-        self.run_button.setEnabled(vllm.found and self.process.state() == QProcess.NotRunning)
-        return p
-
-    def start(self) -> None:
-        p = self.validate()
-        if p is None or self.process.state() != QProcess.NotRunning:
-            return
-        path = self.plan_path
-        if path is None or path.read_text() != self.editor.toPlainText() or path == DEMO_PLAN:
-            path = paths.data_dir() / "plans" / f"{p.name}.toml"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            text = self.editor.toPlainText()
-            if self.plan_path == DEMO_PLAN:
-                # Relative paths in the demo plan are resolved against the packaged plan folder.
-                text = text
-            path.write_text(text)
-        program, args = runner_command(str(path), str(self.window_.db_path))
-        self.events.clear()
-        self.progress.setRange(0, len(p.runs))
-        self.progress.setValue(0)
-        self.process.start(program, args)
-        self.run_button.setEnabled(False)
-        self.stop_button.setEnabled(True)
-
-    def stop(self) -> None:
-        if self.process.state() != QProcess.NotRunning:
-            self.process.terminate()
-
-    def _read_events(self) -> None:
-        while self.process.canReadLine():
-            line = bytes(self.process.readLine()).decode(errors="replace").strip()
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            kind = event.get("event")
-            if kind == "sweep_started":
-                self.progress.setRange(0, event["runs"])
-                self.progress.setValue(event["runs"] - event["pending"])
-            elif kind in ("run_finished", "run_failed"):
-                self.progress.setValue(self.progress.value() + 1)
-                self.window_.refresh_history()
-            if kind != "progress":
-                self.events.appendPlainText(_describe(event))
-
-    def _read_stderr(self) -> None:
-        text = bytes(self.process.readAllStandardError()).decode(errors="replace").strip()
-        if text:
-            self.events.appendPlainText(text)
-
-    def _finished(self) -> None:
-        self.stop_button.setEnabled(False)
-        self.validate()
-        self.window_.refresh_history()
-
-
-def _describe(event: dict) -> str:
-    kind = event.get("event")
-    if kind == "server_starting":
-        return f"starting: {event['command']}"
-    if kind == "server_ready":
-        return f"server ready after {event['seconds']} s"
-    if kind == "run_started":
-        return f"run {event['index']}/{event['total']}: {event['label']}"
-    if kind == "run_finished":
-        mal = f", MAL {event['mal']:.2f}" if event.get("mal") else ""
-        return f"finished: {event['label']}: {event['output_tok_s']:.1f} tok/s{mal}"
-    if kind == "run_failed":
-        return f"FAILED run {event['run']}: {event['error']}"
-    return json.dumps(event)
-
-
-class HistoryPage(QWidget):
-    def __init__(self):
-        super().__init__()
-        self.model = RunsModel(self)
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
-        self.view = QTableView()
-        self.view.setModel(self.proxy)
-        self.view.setSortingEnabled(True)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.view.setSelectionBehavior(QTableView.SelectRows)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.view)
-
-    def load(self, db_path: Path) -> None:
-        if not db_path.exists():
-            self.model.set_rows([])
-            return
-        try:
-            db = store.open_db(db_path, readonly=True)
-            self.model.set_rows(store.runs(db))
-            db.conn.close()
-        except store.StoreError:
-            self.model.set_rows([])
+def settings() -> QSettings:
+    return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.IniFormat)
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, db_path: Path | None = None):
+    def __init__(self, db_path: Path | None = None, vllm: engine.VllmInstall | None = None):
         super().__init__()
+        self.settings = settings()
         self.setWindowTitle(f"Draftbench {__version__}")
-        self.resize(1280, 800)
-        self.db_path = Path(db_path or paths.default_db())
-        self.vllm = engine.probe()
-        self.tabs = QTabWidget()
-        self.experiment = ExperimentPage(self)
+        self.resize(1360, 880)
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        self.vllm = vllm or engine.probe()
+        self.sweep: Sweep | None = None
+        self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
+
+        self.experiment = ExperimentPage(self.vllm, engine.optional_modules(self.vllm))
+        self.live = LivePage()
         self.history = HistoryPage()
+        self.tabs = QTabWidget()
         self.tabs.addTab(self.experiment, "Experiment")
+        self.tabs.addTab(self.live, "Live")
         self.tabs.addTab(self.history, "History")
         self.setCentralWidget(self.tabs)
+
+        self.experiment.run_requested.connect(self.start_sweep)
+        self.live.stop_requested.connect(self.stop_sweep)
+        self.history.open_in_live.connect(self.open_run)
         self._menus()
-        self.experiment.load_file(DEMO_PLAN)
-        self.refresh_history()
-        self.statusBar().showMessage(f"Results database: {self.db_path}")
+
+        last_plan = self.settings.value("plan/last")
+        self.experiment.set_document(_read_plan_doc(Path(last_plan)) if last_plan and Path(last_plan).exists()
+                                     else _read_plan_doc(DEMO_PLAN))
+        if last_plan and Path(last_plan).exists():
+            self.experiment.plan_path = Path(last_plan)
+        self.set_database(self.db_path)
+        self.history_timer = QTimer(self, interval=2000)
+        self.history_timer.timeout.connect(self.refresh_history)
+        QTimer.singleShot(0, self.reattach)
+
+    # --- menus and shortcuts ---------------------------------------------------------------------
+    def _action(self, menu, text: str, shortcut, slot, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
 
     def _menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        for text, key, slot in (
-            ("&Open plan…", QKeySequence.Open, self.open_plan),
-            ("&Open results database…", "Ctrl+Shift+O", self.open_db),
-            ("&Quit", QKeySequence.Quit, self.close),
-        ):
-            action = QAction(text, self, shortcut=key)
-            action.triggered.connect(slot)
-            file_menu.addAction(action)
-        run = QAction("&Run", self, shortcut="Ctrl+R")
-        run.triggered.connect(self.experiment.start)
-        self.menuBar().addMenu("&Sweep").addAction(run)
+        f = self.menuBar().addMenu("&File")
+        self._action(f, "&Open plan…", QKeySequence.Open, self.open_plan, "Load a plan file into the Experiment form")
+        self._action(f, "&Save plan", QKeySequence.Save, self.save_plan, "Save the plan")
+        self._action(f, "Save plan &as…", "Ctrl+Shift+S", lambda: self.save_plan(ask=True), "Save the plan to a new file")
+        self._action(f, "Load the &demo plan", None, lambda: self.experiment.set_document(_read_plan_doc(DEMO_PLAN)))
+        f.addSeparator()
+        self._action(f, "Open results &database…", "Ctrl+Shift+O", self.open_db, "Open any Draftbench results database")
+        self.recent_menu = f.addMenu("&Recent databases")
+        f.addSeparator()
+        self._action(f, "&Quit", QKeySequence.Quit, self.close)
+        s = self.menuBar().addMenu("&Sweep")
+        self._action(s, "&Run", "Ctrl+R", self.experiment.request_run, "Validate the plan and start the sweep")
+        self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
+        v = self.menuBar().addMenu("&View")
+        for i, name in enumerate(("Experiment", "Live", "History")):
+            self._action(v, name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
+        h = self.menuBar().addMenu("&Help")
+        self._action(h, "&About Draftbench", None, self.about)
+        self._update_recent()
 
+    def _update_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.settings.value("db/recent", [], type=list) or []:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.set_database(Path(p)))
+        self.recent_menu.setEnabled(not self.recent_menu.isEmpty())
+
+    def about(self) -> None:
+        vllm = f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found else "vLLM not found"
+        QMessageBox.about(self, "Draftbench", f"Draftbench {__version__}\nSpeculative-decoding workbench\n{vllm}")
+
+    # --- files ---------------------------------------------------------------------------------------
     def open_plan(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open plan", str(Path.cwd()), "Plans (*.toml)")
         if path:
-            self.experiment.load_file(Path(path))
+            try:
+                self.experiment.load_file(Path(path))
+                self.settings.setValue("plan/last", path)
+            except plan.PlanError as exc:
+                QMessageBox.warning(self, "Open plan", str(exc))
+
+    def save_plan(self, ask: bool = False) -> None:
+        path = self.experiment.plan_path
+        if ask or path is None or path == DEMO_PLAN:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Save plan", str(Path.cwd() / "plan.toml"), "Plans (*.toml)")
+            if not chosen:
+                return
+            path = Path(chosen)
+        try:
+            self.experiment.save_file(path)
+            self.settings.setValue("plan/last", str(path))
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+        except (OSError, plan.PlanError) as exc:
+            QMessageBox.warning(self, "Save plan", str(exc))
 
     def open_db(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open results database", str(paths.data_dir()),
-                                              "SQLite (*.sqlite *.db);;All files (*)")
+                                              "Draftbench databases (*.sqlite *.db);;All files (*)")
         if path:
-            self.db_path = Path(path)
-            self.refresh_history()
-            self.statusBar().showMessage(f"Results database: {self.db_path}")
+            self.set_database(Path(path))
+
+    def set_database(self, path: Path) -> None:
+        if path.exists():
+            try:
+                store.open_db(path, readonly=True).conn.close()
+            except store.StoreError as exc:
+                QMessageBox.warning(self, "Open results database", str(exc))
+                return
+        self.db_path = path
+        self.settings.setValue("db/last", str(path))
+        recent = [str(path)] + [p for p in (self.settings.value("db/recent", [], type=list) or []) if p != str(path)]
+        self.settings.setValue("db/recent", recent[:MAX_RECENT])
+        self._update_recent()
+        self.live.follow(path)
+        self.refresh_history()
+        self.statusBar().showMessage(f"Results database: {path}")
 
     def refresh_history(self) -> None:
         self.history.load(self.db_path)
 
+    def open_run(self, run_id: int) -> None:
+        self.live.show_run(self.db_path, run_id)
+        self.tabs.setCurrentWidget(self.live)
+
+    # --- the sweep ---------------------------------------------------------------------------------------
+    def start_sweep(self, p: plan.Plan, text: str) -> None:
+        if self.sweep is not None:
+            return
+        folder = paths.data_dir() / "plans"
+        folder.mkdir(parents=True, exist_ok=True)
+        plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
+        plan_file.write_text(self.experiment.text_for_run())
+        try:
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self)
+        except OSError as exc:
+            QMessageBox.critical(self, "Run sweep", str(exc))
+            return
+        self._follow(sweep)
+        self.tabs.setCurrentWidget(self.live)
+
+    def _follow(self, sweep: Sweep) -> None:
+        self.sweep = sweep
+        self.live.follow(self.db_path)
+        sweep.event.connect(self.live.on_event)
+        sweep.event.connect(self._on_event)
+        sweep.ended.connect(self._sweep_ended)
+        self.experiment.set_running(True)
+        self.history_timer.start()
+        sweep.poll()
+
+    def _on_event(self, event: dict) -> None:
+        if event.get("event") in ("run_finished", "run_failed", "sweep_started"):
+            self.refresh_history()
+
+    def _sweep_ended(self) -> None:
+        sweep, self.sweep = self.sweep, None
+        self.experiment.set_running(False)
+        self.history_timer.stop()
+        self.refresh_history()
+        tail = sweep.stderr_tail() if sweep else ""
+        if tail and "draftbench:" in tail:
+            QMessageBox.warning(self, "Sweep", tail.splitlines()[-1])
+
+    def stop_sweep(self) -> None:
+        if self.sweep is not None:
+            self.sweep.stop()
+            self.statusBar().showMessage("Stopping the sweep: shutting its vLLM server down…")
+
+    def reattach(self) -> None:
+        """Follow a sweep that an earlier session of the app left running on this database."""
+        if self.sweep is not None or not self.db_path.exists():
+            return
+        try:
+            db = store.open_db(self.db_path, readonly=True)
+        except store.StoreError:
+            return
+        try:
+            active = store.active_sweeps(db) if "sweeps" in db.table_names() else []
+        finally:
+            db.conn.close()
+        if active and active[0]["events_path"] and Path(active[0]["events_path"]).exists():
+            self._follow(Sweep(active[0]["pid"], Path(active[0]["events_path"]), parent=self))
+            self.tabs.setCurrentWidget(self.live)
+            self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0]['pid']})")
+
+    def ask_close(self) -> str:
+        """'stop', 'keep' or 'cancel' when a sweep is running (a separate method so tests can answer)."""
+        box = QMessageBox(QMessageBox.Question, "A sweep is running",
+                          "A sweep is running. Stop it, or keep it running and reattach when Draftbench opens again?",
+                          parent=self)
+        stop = box.addButton("Stop sweep", QMessageBox.DestructiveRole)
+        keep = box.addButton("Keep running", QMessageBox.AcceptRole)
+        box.addButton(QMessageBox.Cancel)
+        box.exec()
+        return {stop: "stop", keep: "keep"}.get(box.clickedButton(), "cancel")
+
     def closeEvent(self, event) -> None:
-        if self.experiment.process.state() != QProcess.NotRunning:
-            answer = QMessageBox.question(self, "Sweep running", "A sweep is running. Stop it and quit?")
-            if answer != QMessageBox.Yes:
+        if self.sweep is not None and self.sweep.alive:
+            answer = self.ask_close()
+            if answer == "cancel":
                 event.ignore()
                 return
-            self.experiment.process.terminate()
-            self.experiment.process.waitForFinished(30000)
+            if answer == "stop":
+                self.sweep.stop()
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.sync()
         event.accept()
+
+
+def _read_plan_doc(path: Path) -> dict:
+    import tomllib
+
+    return tomllib.loads(path.read_text())
 
 
 def main(db: str | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Draftbench")
+    app.setOrganizationName("Draftbench")
+    theme.apply()
     window = MainWindow(Path(db) if db else None)
     window.show()
     return app.exec()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -35,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
+    r.add_argument("--own-group", action="store_true",
+                   help="run in a new session, so closing the terminal or app that started it does not stop it")
 
     ls = sub.add_parser("runs", help="list the runs in a database")
     ls.add_argument("--db", default=None)
@@ -103,7 +107,7 @@ def _run(args) -> int:
     from workbench import demo, engine, launch, plan, runner, store
 
     vllm = engine.probe(args.vllm_python)
-    modules = {"arctic_inference"} if vllm.found and _has_module(vllm.python, "arctic_inference") else set()
+    modules = engine.optional_modules(vllm)
     try:
         p = plan.load(args.plan, available_modules=modules)
     except plan.PlanError as exc:
@@ -122,8 +126,14 @@ def _run(args) -> int:
             demo.ensure(progress=demo.main_progress)
         except demo.DemoModelError as exc:
             raise CliError(str(exc)) from None
+    if args.own_group:
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a session leader
+    emit = runner.file_events(args.events) if args.events else runner.print_event
     try:
-        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm)
+        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -137,13 +147,6 @@ def _run(args) -> int:
         r.cancel_running()
         return 130
     return 0 if summary["failed"] == 0 else 1
-
-
-def _has_module(python: str, module: str) -> bool:
-    import subprocess
-
-    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
 
 
 def _runs(args) -> int:

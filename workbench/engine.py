@@ -92,3 +92,19 @@ def probe(python: str | None = None) -> VllmInstall:
         torch=info.get("torch"),
         transformers=info.get("transformers"),
     )
+
+
+def has_module(python: str, module: str) -> bool:
+    """Whether the vLLM environment can import `module` (found, not imported)."""
+    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    try:
+        return subprocess.run([python, "-c", code], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def optional_modules(install: VllmInstall) -> set[str]:
+    """The optional packages some methods need that this vLLM environment has."""
+    if not install.found:
+        return set()
+    return {m for m in ("arctic_inference",) if has_module(install.python, m)}

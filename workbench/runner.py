@@ -33,6 +33,16 @@ def print_event(event: dict) -> None:
     sys.stdout.flush()
 
 
+def file_events(path: str) -> Emit:
+    """Events appended to a file, one JSON line each, flushed at once so a reader can follow it."""
+    f = open(path, "a", encoding="utf-8", buffering=1)
+
+    def emit(event: dict) -> None:
+        f.write(json.dumps(event, separators=(",", ":")) + "\n")
+
+    return emit
+
+
 def host_info() -> dict:
     platform_name, devices = gpus.detect()
     return {"hostname": platform.node(), "machine": platform.machine(), "cpus": os.cpu_count(),
@@ -86,7 +96,8 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
 
 class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
-                 emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S):
+                 emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S,
+                 events_path: str | None = None):
         self.plan = plan
         self.db_path = db_path
         self.vllm = vllm or engine.probe()
@@ -96,6 +107,8 @@ class Runner:
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.cancelled = False
+        self.events_path = events_path
+        self.sweep_id: int | None = None
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self) -> tuple[int, dict[str, int]]:
@@ -133,6 +146,16 @@ class Runner:
             "torch_version": self.vllm.torch, "host": json.dumps(host),
         }
 
+    def _tick(self) -> bool:
+        """Called while waiting on a server: keeps the heartbeat fresh; True once cancelled."""
+        now = time.time()
+        if self.sweep_id is not None and now - getattr(self, "_last_beat", 0.0) > 5.0:
+            self._last_beat = now
+            self._flush_logs()
+            with self.db.conn:
+                self.db["sweeps"].update(self.sweep_id, {"heartbeat": now})
+        return self.cancelled
+
     def _on_line(self, stream: str, line: str) -> None:
         self.log_queue.put((time.time(), stream, line))
 
@@ -161,6 +184,11 @@ class Runner:
         exp_id, ids = self._register()
         status = {r["id"]: r["status"] for r in store.runs(self.db, "experiment_id = ?", [exp_id])}
         pending = [r for r in self.plan.runs if status[ids[r.key]] != "completed"]
+        with self.db.conn:
+            self.sweep_id = self.db["sweeps"].insert({
+                "experiment_id": exp_id, "pid": os.getpid(), "host": platform.node(),
+                "events_path": self.events_path, "started": t0, "heartbeat": t0, "status": "running",
+                "runs_total": len(self.plan.runs), "runs_pending": len(pending)}).last_pk
         self.emit({"event": "sweep_started", "experiment": exp_id, "db": str(self.db_path),
                    "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped})
         done = 0
@@ -174,8 +202,14 @@ class Runner:
         summary = {"event": "sweep_finished", "experiment": exp_id, "seconds": time.time() - t0,
                    "completed": counts.get("completed", 0), "failed": counts.get("failed", 0),
                    "cancelled": self.cancelled}
+        self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
         return summary
+
+    def _end_sweep(self, status: str) -> None:
+        if self.sweep_id is not None:
+            with self.db.conn:
+                self.db["sweeps"].update(self.sweep_id, {"finished": time.time(), "status": status})
 
     def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int) -> int:
         spec = launch.prepare(server, self.vllm, launch.free_port())
@@ -188,7 +222,7 @@ class Runner:
         self.emit({"event": "server_starting", "run": self.log_run_id, "command": command})
         try:
             srv.start(preexec=_die_with_parent)
-            seconds = srv.wait_healthy(self.plan.health_timeout_s, cancelled=lambda: self.cancelled)
+            seconds = srv.wait_healthy(self.plan.health_timeout_s, cancelled=self._tick)
             self.emit({"event": "server_ready", "seconds": round(seconds, 1), "port": spec.port})
         except launch.LaunchError as exc:
             srv.stop()
@@ -296,11 +330,13 @@ class Runner:
             "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
             "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
         }
-        positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts}
-                     for i, a in enumerate(w.accepted_per_position)]
+        per_position = w.per_position or [None] * len(w.accepted_per_position)
+        positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
+                      "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         rows, state["rows"] = state["rows"], []
         self._flush_logs()
         with self.db.conn:
+            self.db["sweeps"].update(self.sweep_id, {"heartbeat": time.time()})
             self.db["samples"].insert(sample)
             if positions:
                 self.db["positions"].insert_all(positions)
@@ -321,6 +357,7 @@ def _cancel_running(self: Runner) -> None:
     self._flush_logs()
     with self.db.conn:
         self.db.execute("UPDATE runs SET status='cancelled', finished=? WHERE status='running'", [time.time()])
+    self._end_sweep("cancelled")
     self.emit({"event": "sweep_finished", "cancelled": True})
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RUN_COLUMNS = {
     "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
@@ -51,6 +51,7 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["samples"].create_index(["run_id", "id"])
     db["positions"].create({
         "id": int, "run_id": int, "t": float, "position": int, "accepted": float, "drafts": float,
+        "acceptance": float,
     }, pk="id", foreign_keys=[("run_id", "runs", "id")])
     db["positions"].create_index(["run_id", "id"])
     db["requests"].create({
@@ -66,7 +67,19 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["logs"].create_index(["run_id", "id"])
 
 
-MIGRATIONS = {1: _v1}
+def _v2(db: sqlite_utils.Database) -> None:
+    if "acceptance" not in db["positions"].columns_dict:
+        db["positions"].add_column("acceptance", float)
+    # One row per invocation of the runner, so the app can find a sweep still in progress
+    # (its pid and events file) and reattach to it after being closed.
+    db["sweeps"].create({
+        "id": int, "experiment_id": int, "pid": int, "host": str, "events_path": str,
+        "started": float, "heartbeat": float, "finished": float, "status": str,
+        "runs_total": int, "runs_pending": int,
+    }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
+
+
+MIGRATIONS = {1: _v1, 2: _v2}
 
 
 def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
@@ -148,6 +161,25 @@ def run(db: sqlite_utils.Database, run_id: int) -> dict | None:
         return db["runs"].get(run_id)
     except sqlite_utils.db.NotFoundError:
         return None
+
+
+def active_sweeps(db: sqlite_utils.Database, stale_after_s: float = 120.0) -> list[dict]:
+    """Sweeps whose runner is alive on this host (its pid exists and its heartbeat is recent)."""
+    import os
+    import platform
+
+    alive = []
+    for row in db["sweeps"].rows_where("finished IS NULL", order_by="id desc"):
+        if row["host"] != platform.node() or time.time() - (row["heartbeat"] or 0) > stale_after_s:
+            continue
+        try:
+            os.kill(row["pid"], 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        alive.append(row)
+    return alive
 
 
 def delete_run(db: sqlite_utils.Database, run_id: int) -> None:

@@ -1,0 +1,253 @@
+"""The Live page: a run's acceptance, throughput and latency drawn from the database as it grows."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+)
+
+from app import theme
+from app.dbpoll import RunFeed
+
+TIPS = {
+    "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
+                 "of steps whose first i draft tokens were all accepted (vLLM's definition). Faint bars: "
+                 "earlier runs of the same sweep.",
+    "acceptance": "MAL (mean acceptance length) = 1 + accepted / drafts: tokens produced per target step. "
+                  "Acceptance rate = accepted / drafted tokens. Both cumulative over the measurement window.",
+    "throughput": "Output tokens/s between two scrapes of /metrics (vLLM's generation_tokens counter).",
+    "latency": "Per request: TTFT = time to the first streamed token; ITL = mean gap between streamed "
+               "chunks (one chunk can hold several tokens under speculation).",
+}
+
+
+class Series:
+    """A growable numpy buffer (doubling), so a redraw never copies Python lists."""
+
+    def __init__(self, columns: int):
+        self.data = np.zeros((256, columns))
+        self.n = 0
+
+    def append(self, row) -> None:
+        if self.n == len(self.data):
+            self.data = np.concatenate([self.data, np.zeros_like(self.data)])
+        self.data[self.n] = row
+        self.n += 1
+
+    def column(self, i: int) -> np.ndarray:
+        return self.data[: self.n, i]
+
+    def clear(self) -> None:
+        self.n = 0
+
+
+def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
+    w = pg.PlotWidget()
+    w.setTitle(title)
+    w.setLabel("left", left)
+    w.setLabel("bottom", bottom)
+    w.showGrid(x=True, y=True, alpha=0.2)
+    w.setToolTip(tip)
+    w.getPlotItem().setClipToView(True)
+    return w
+
+
+class LivePage(QWidget):
+    stop_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.db_path: Path | None = None
+        self.feed: RunFeed | None = None
+        self.dirty = False
+        self.samples = Series(4)   # t, mal, acceptance rate, output tok/s
+        self.requests = Series(3)  # idx, ttft ms, itl ms
+        self.positions: list[float] = []
+        self.sweep_total = 0
+        self.sweep_done = 0
+        self.sweep_started: float | None = None
+
+        self.title = QLabel("No run selected: start a sweep on the Experiment page, or open a run from History.")
+        self.title.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m runs")
+        self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
+        self.eta = QLabel("")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the sweep: the server is shut down and the run in flight is marked cancelled (Ctrl+.)")
+        self.stop_button.setShortcut("Ctrl+.")
+        self.stop_button.setEnabled(False)
+        self.stop_button.clicked.connect(self.stop_requested)
+
+        self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
+        self.pos_plot.setYRange(0, 1.05)
+        self.faint_items: list[pg.BarGraphItem] = []
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=theme.color(0))
+        self.pos_plot.addItem(self.bars)
+
+        self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)", TIPS["acceptance"])
+        self.acc_plot.addLegend(offset=(-10, 10))
+        self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(theme.color(0), width=2))
+        self.rate_view = pg.ViewBox()
+        pi = self.acc_plot.getPlotItem()
+        pi.showAxis("right")
+        pi.scene().addItem(self.rate_view)
+        pi.getAxis("right").linkToView(self.rate_view)
+        pi.getAxis("right").setLabel("acceptance rate (0–1)")
+        self.rate_view.setXLink(pi)
+        self.rate_view.setYRange(0, 1.05)
+        self.rate_curve = pg.PlotCurveItem(pen=pg.mkPen(theme.color(1), width=2, style=Qt.DashLine))
+        self.rate_view.addItem(self.rate_curve)
+        pi.legend.addItem(self.rate_curve, "acceptance rate")
+        pi.vb.sigResized.connect(lambda: self.rate_view.setGeometry(pi.vb.sceneBoundingRect()))
+
+        self.tps_plot = _plot("Output throughput", "output tokens/s", "time in window (s)", TIPS["throughput"])
+        self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(theme.color(2), width=2))
+
+        self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
+        self.lat_plot.addLegend(offset=(-10, 10))
+        self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
+                                               symbolBrush=theme.color(3))
+        self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
+                                              symbolBrush=theme.color(4))
+
+        self.log = QPlainTextEdit(readOnly=True)
+        self.log.setMaximumBlockCount(1000)
+        self.log.setToolTip("The vLLM server's output for this run")
+        self.log.setFont(theme.mono())
+
+        top = QHBoxLayout()
+        top.addWidget(self.progress, 1)
+        top.addWidget(self.eta)
+        top.addWidget(self.stop_button)
+        grid = QGridLayout()
+        grid.addWidget(self.pos_plot, 0, 0)
+        grid.addWidget(self.acc_plot, 0, 1)
+        grid.addWidget(self.tps_plot, 1, 0)
+        grid.addWidget(self.lat_plot, 1, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addLayout(top)
+        layout.addLayout(grid, 4)
+        layout.addWidget(QLabel("Server log"))
+        layout.addWidget(self.log, 1)
+
+        self.poll_timer = QTimer(self, interval=250)
+        self.poll_timer.timeout.connect(self.poll)
+        self.draw_timer = QTimer(self, interval=66)  # ~15 Hz
+        self.draw_timer.timeout.connect(self.redraw)
+        self.draw_timer.start()
+
+    # --- what is shown ----------------------------------------------------------------------
+    def show_run(self, db_path: Path, run_id: int) -> None:
+        if self.feed:
+            self.feed.close()
+        self.db_path = db_path
+        self.feed = RunFeed(db_path, run_id)
+        self.samples.clear()
+        self.requests.clear()
+        self.positions = []
+        self.log.clear()
+        self._draw_siblings()
+        self.poll()
+        self.poll_timer.start()
+
+    def _draw_siblings(self) -> None:
+        for item in self.faint_items:
+            self.pos_plot.removeItem(item)
+        self.faint_items = []
+        for i, row in enumerate(self.feed.siblings() if self.feed else []):
+            values = json.loads(row["per_position"])
+            item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
+                                   brush=theme.faint(i), pen=pg.mkPen(None))
+            item.setZValue(-1)
+            self.pos_plot.addItem(item)
+            self.faint_items.append(item)
+
+    def poll(self) -> None:
+        if not self.feed:
+            return
+        new = self.feed.poll()
+        for s in new["samples"]:
+            self.samples.append((s["t"], _nan(s["mal"]), _nan(s["acceptance_rate"]), _nan(s["output_tok_s"])))
+        if new["positions"]:
+            last_t = new["positions"][-1]["t"]
+            self.positions = [p["acceptance"] or 0.0 for p in new["positions"] if p["t"] == last_t]
+        for r in new["requests"]:
+            self.requests.append((r["idx"] + 1, _nan(r["ttft_ms"]), _nan(r["itl_mean_ms"])))
+        if new["logs"]:
+            self.log.appendPlainText("\n".join(row["line"] for row in new["logs"]))
+        row = self.feed.run_row()
+        if row:
+            n = "" if row["n"] is None else f" N={row['n']}"
+            figures = ""
+            if row["status"] == "completed":
+                mal = f", MAL {row['mal']:.2f}" if row["mal"] else ""
+                figures = f" — {row['output_tok_s']:.1f} tok/s{mal}"
+            elif row["status"] == "failed":
+                figures = f" — {row['error']}"
+            self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
+                               f"concurrency {row['concurrency']} · <i>{row['status']}</i>{figures}")
+            if row["status"] in ("completed", "failed", "cancelled") and not any(new.values()):
+                self.poll_timer.stop()
+        if any(new.values()):
+            self.dirty = True
+
+    def redraw(self) -> None:
+        if not self.dirty:
+            return
+        self.dirty = False
+        t = self.samples.column(0)
+        self.mal_curve.setData(t, self.samples.column(1), connect="finite")
+        self.rate_curve.setData(t, self.samples.column(2), connect="finite")
+        self.tps_curve.setData(t, self.samples.column(3), connect="finite")
+        self.bars.setOpts(x=np.arange(1, len(self.positions) + 1), height=self.positions)
+        self.ttft_scatter.setData(self.requests.column(0), self.requests.column(1))
+        self.itl_scatter.setData(self.requests.column(0), self.requests.column(2))
+
+    # --- the sweep ------------------------------------------------------------------------------
+    def on_event(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "sweep_started":
+            self.sweep_total = event["runs"]
+            self.sweep_done = event["runs"] - event["pending"]
+            self.sweep_started = time.time()
+            self._done_at_start = self.sweep_done
+            self.progress.setRange(0, self.sweep_total)
+            self.progress.setValue(self.sweep_done)
+            self.stop_button.setEnabled(True)
+        elif kind == "server_starting":
+            if self.db_path is not None and event.get("run"):
+                self.show_run(self.db_path, event["run"])
+            self.eta.setText("starting vLLM…")
+        elif kind == "run_started" and self.db_path is not None:
+            self.show_run(self.db_path, event["run"])
+        elif kind in ("run_finished", "run_failed"):
+            self.sweep_done += 1
+            self.progress.setValue(self.sweep_done)
+            self._update_eta()
+        elif kind == "sweep_finished":
+            self.stop_button.setEnabled(False)
+            self.eta.setText("cancelled" if event.get("cancelled") else "sweep finished")
+
+    def _update_eta(self) -> None:
+        done_here = self.sweep_done - getattr(self, "_done_at_start", 0)
+        if not self.sweep_started or done_here <= 0:
+            return
+        per_run = (time.time() - self.sweep_started) / done_here
+        left = per_run * (self.sweep_total - self.sweep_done)
+        self.eta.setText(f"ETA {int(left // 60)} min {int(left % 60):02d} s")
+
+    def follow(self, db_path: Path) -> None:
+        self.db_path = db_path
+
+
+def _nan(value) -> float:
+    return float("nan") if value is None else float(value)

@@ -1,0 +1,116 @@
+"""The runner as a detached child process: started, followed through its events file, stopped.
+
+Detached so that closing the app can leave a sweep running; the app finds it again through the
+database's `sweeps` table and follows the same events file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QProcess, QTimer, Signal
+
+from workbench import paths
+
+
+def runner_argv(plan_path: str, db_path: str, events_path: str) -> tuple[str, list[str]]:
+    return sys.executable, ["-m", "app", "run", plan_path, "--db", db_path,
+                            "--events", events_path, "--own-group"]
+
+
+class Sweep(QObject):
+    """One sweep being followed: emits each runner event as a dict."""
+
+    event = Signal(dict)
+    ended = Signal()
+
+    def __init__(self, pid: int, events_path: Path, stderr_path: Path | None = None, parent=None):
+        super().__init__(parent)
+        self.pid = pid
+        self.events_path = events_path
+        self.stderr_path = stderr_path
+        self._offset = 0
+        self._buffer = b""
+        self._ended = False
+        self.started = time.time()
+        self.timer = QTimer(self, interval=200)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start()
+
+    @classmethod
+    def start(cls, plan_path: str, db_path: str, parent=None) -> "Sweep":
+        folder = paths.data_dir() / "sweeps"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        events = folder / f"{stamp}-{os.getpid()}.events.jsonl"
+        stderr = events.with_suffix("").with_suffix(".stderr.txt")
+        events.touch()
+        program, args = runner_argv(plan_path, db_path, str(events))
+        process = QProcess()
+        process.setProgram(program)
+        process.setArguments(args)
+        process.setStandardOutputFile(str(stderr))
+        process.setStandardErrorFile(str(stderr))
+        ok, pid = process.startDetached()
+        if not ok:
+            raise OSError(f"could not start the runner: {process.errorString()}")
+        return cls(pid, events, stderr, parent)
+
+    @property
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        # A finished child of ours stays a zombie until reaped; that is not alive.
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            return done == 0
+        except ChildProcessError:
+            return True
+
+    def poll(self) -> None:
+        try:
+            with self.events_path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            chunk = b""
+        self._offset += len(chunk)
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            self.event.emit(event)
+            if event.get("event") == "sweep_finished":
+                self._finish()
+        if not self._ended and not lines and not self.alive:
+            self._finish()
+
+    def _finish(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self.timer.stop()
+            self.ended.emit()
+
+    def stderr_tail(self, n: int = 5) -> str:
+        if not self.stderr_path or not self.stderr_path.exists():
+            return ""
+        return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self) -> None:
+        """SIGTERM: the runner stops its server and marks the run in flight cancelled."""
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,39 @@
+"""Colours and fonts that follow the system's light or dark scheme."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QGuiApplication
+
+# Colour-blind-safe (Okabe–Ito) series colours.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
+
+
+def dark() -> bool:
+    app = QGuiApplication.instance()
+    return bool(app) and app.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def apply() -> None:
+    """pyqtgraph's background and foreground for the current scheme (before plots are made)."""
+    if dark():
+        pg.setConfigOptions(background="#1e1e1e", foreground="#dddddd", antialias=True)
+    else:
+        pg.setConfigOptions(background="w", foreground="#222222", antialias=True)
+
+
+def color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def faint(i: int) -> QColor:
+    c = QColor(PALETTE[(i + 5) % len(PALETTE)])
+    c.setAlpha(45)
+    return c
+
+
+def mono() -> QFont:
+    font = QFont("DejaVu Sans Mono")
+    font.setStyleHint(QFont.Monospace)
+    return font
