@@ -137,7 +137,8 @@ class MainWindow(QMainWindow):
     def set_database(self, path: Path) -> None:
         if path.exists():
             try:
-                store.open_db(path, readonly=True).conn.close()
+                # Opened for writing once, so an older schema is migrated before the read-only views use it.
+                store.open_db(path).conn.close()
             except store.StoreError as exc:
                 QMessageBox.warning(self, "Open results database", str(exc))
                 return

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Settings written by the app under test go to a throwaway folder, never the user's.
+os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 
-from workbench import demo, engine, launch, plan  # noqa: E402
+from workbench import demo, engine, launch, plan, runner  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,3 +54,43 @@ def draft_server(demo_models, vllm_install):
     srv = start_server(config, vllm_install)
     yield srv
     srv.stop()
+
+
+PLAN = """
+name = "{name}"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+dtype = "bfloat16"
+enforce_eager = true
+{methods}
+[workload]
+num_prompts = 6
+max_tokens = 40
+warmup = 1
+concurrency = [2]
+temperature = 0.0
+[server]
+health_timeout_s = 300
+"""
+METHODS = """
+[[methods]]
+method = "ngram"
+n = 3
+options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
+[[methods]]
+method = "draft_model"
+draft = "demo:smollm2-135m-draft-noisy-copy"
+n = 2
+"""
+
+
+@pytest.fixture(scope="session")
+def sweep_db(demo_models, vllm_install, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
+    events = []
+    p = plan.loads(PLAN.format(name="integration", methods=METHODS))
+    summary = runner.Runner(p, str(path), vllm_install, emit=events.append).run()
+    return path, summary, events
+
+

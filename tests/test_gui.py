@@ -7,8 +7,8 @@ from app.runs_model import RunsModel
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(tmp_path / "results.sqlite")
+def window(qtbot, tmp_path, vllm_install):
+    w = MainWindow(tmp_path / "results.sqlite", vllm_install)
     qtbot.addWidget(w)
     w.show()
     qtbot.waitExposed(w)
@@ -16,20 +16,35 @@ def window(qtbot, tmp_path):
 
 
 def test_main_window_opens_with_the_demo_plan(window, qtbot):
-    assert window.tabs.tabText(0) == "Experiment" and window.tabs.tabText(1) == "History"
+    assert [window.tabs.tabText(i) for i in range(3)] == ["Experiment", "Live", "History"]
     page = window.experiment
-    assert 'name = "demo"' in page.editor.toPlainText()
+    assert page.name.text() == "demo" and page.target.text() == "demo:smollm2-135m"
+    assert [r.method.currentData() for r in page.rows] == ["ngram", "draft_model", "suffix"]
     commands = page.commands.toPlainText()
     assert commands.startswith("vllm serve ") and '"method":"ngram"' in commands
     assert page.run_button.isEnabled()
     assert "runs on" in page.status.text()
 
 
-def test_a_bad_plan_disables_run_and_says_why(window, qtbot):
+def test_a_bad_form_disables_run_and_says_why(window, qtbot):
     page = window.experiment
-    page.editor.setPlainText(page.editor.toPlainText().replace('method = "ngram"', 'method = "warp"'))
+    page.rows[0].n.setText("0, 2")
     qtbot.waitUntil(lambda: not page.run_button.isEnabled(), timeout=3000)
-    assert "unknown method 'warp'" in page.status.text()
+    assert "N (num_speculative_tokens) must be" in page.status.text()
+    page.rows[0].n.setText("two")
+    qtbot.waitUntil(lambda: "whole numbers separated by commas" in page.status.text(), timeout=3000)
+    page.rows[0].n.setText("2")
+    page.target.setText("/no/such/model")
+    qtbot.waitUntil(lambda: "does not exist" in page.status.text(), timeout=3000)
+
+
+def test_plan_round_trips_through_a_file(window, tmp_path):
+    page = window.experiment
+    before = page.document()
+    page.save_file(tmp_path / "p.toml")
+    page.set_document({"target": {"model": "x/y"}, "workload": {"temperature": 0.5}})
+    page.load_file(tmp_path / "p.toml")
+    assert page.document() == before
 
 
 def test_runs_model_passes_qtmodeltester(qtmodeltester):

@@ -11,44 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import plan, runner, store
-
-PLAN = """
-name = "{name}"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-{methods}
-[workload]
-num_prompts = 6
-max_tokens = 40
-warmup = 1
-concurrency = [2]
-temperature = 0.0
-[server]
-health_timeout_s = 300
-"""
-METHODS = """
-[[methods]]
-method = "ngram"
-n = 3
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[[methods]]
-method = "draft_model"
-draft = "demo:smollm2-135m-draft-noisy-copy"
-n = 2
-"""
-
-
-@pytest.fixture(scope="module")
-def sweep_db(demo_models, vllm_install, tmp_path_factory):
-    path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
-    events = []
-    p = plan.loads(PLAN.format(name="integration", methods=METHODS))
-    summary = runner.Runner(p, str(path), vllm_install, emit=events.append).run()
-    return path, summary, events
+from conftest import PLAN
+from workbench import store
 
 
 def test_sweep_completes_every_run(sweep_db):

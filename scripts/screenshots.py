@@ -1,0 +1,74 @@
+"""Screenshots of the Experiment, Live (mid-run, real data) and History pages for docs/.
+
+Run under a real X server, e.g.  xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
+It starts a small real sweep (baseline and ngram on the demo target) through the app itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+
+def wait(app: QApplication, predicate, timeout: float) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        app.processEvents()
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise SystemExit("timed out waiting for the app")
+
+
+def main() -> None:
+    app = QApplication(sys.argv[:1])
+    from app import theme
+    from app.main import MainWindow
+
+    theme.apply()
+    out = ROOT / "docs"
+    out.mkdir(exist_ok=True)
+    db = Path(tempfile.mkdtemp()) / "screenshots.sqlite"
+    w = MainWindow(db)
+    w.resize(1500, 940)
+    w.show()
+    wait(app, lambda: w.isVisible(), 10)
+    w.tabs.setCurrentWidget(w.experiment)
+    wait(app, lambda: False, 1) if False else app.processEvents()
+    time.sleep(0.5)
+    app.processEvents()
+    w.grab().save(str(out / "screenshot-experiment.png"))
+
+    doc = w.experiment.document()
+    doc["name"] = "screenshots"
+    doc["methods"] = [{"method": "ngram", "n": [3], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}]
+    doc["workload"].update({"concurrency": [4], "num_prompts": 16, "max_tokens": 96, "warmup": 1})
+    w.experiment.set_document(doc)
+    w.experiment.request_run()
+    live = w.live
+    wait(app, lambda: live.feed is not None and len(live.positions) == 3 and live.samples.n >= 12
+         and live.requests.n >= 4, 400)
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.05)
+    w.grab().save(str(out / "screenshot-live.png"))
+    wait(app, lambda: w.sweep is None, 400)
+    w.tabs.setCurrentWidget(w.history)
+    w.refresh_history()
+    app.processEvents()
+    time.sleep(0.3)
+    app.processEvents()
+    w.grab().save(str(out / "screenshot-history.png"))
+    w.close()
+    print("wrote", *sorted(p.name for p in out.glob("screenshot-*.png")))
+
+
+if __name__ == "__main__":
+    main()
