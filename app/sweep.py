@@ -18,9 +18,9 @@ from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 from workbench import paths
 
 
-def runner_argv(plan_path: str, db_path: str, events_path: str) -> tuple[str, list[str]]:
+def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str) -> tuple[str, list[str]]:
     return sys.executable, ["-m", "app", "run", plan_path, "--db", db_path,
-                            "--events", events_path, "--own-group"]
+                            "--events", events_path, "--log", log_path, "--own-group"]
 
 
 class Sweep(QObject):
@@ -50,15 +50,11 @@ class Sweep(QObject):
         events = folder / f"{stamp}-{os.getpid()}.events.jsonl"
         stderr = events.with_suffix("").with_suffix(".stderr.txt")
         events.touch()
-        program, args = runner_argv(plan_path, db_path, str(events))
-        process = QProcess()
-        process.setProgram(program)
-        process.setArguments(args)
-        process.setStandardOutputFile(str(stderr))
-        process.setStandardErrorFile(str(stderr))
-        ok, pid = process.startDetached()
+        program, args = runner_argv(plan_path, db_path, str(events), str(stderr))
+        # Detached: the runner outlives the app if the user chooses to keep a sweep running.
+        ok, pid = QProcess.startDetached(program, args, str(Path.cwd()))
         if not ok:
-            raise OSError(f"could not start the runner: {process.errorString()}")
+            raise OSError(f"could not start the runner ({program})")
         return cls(pid, events, stderr, parent)
 
     @property

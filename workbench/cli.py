@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
+    r.add_argument("--log", help="write messages (stderr) to this file")
     r.add_argument("--own-group", action="store_true",
                    help="run in a new session, so closing the terminal or app that started it does not stop it")
 
@@ -104,6 +105,9 @@ def _open(db: str | None, readonly: bool = False):
 
 
 def _run(args) -> int:
+    if args.log:
+        log = open(args.log, "a", buffering=1)
+        os.dup2(log.fileno(), sys.stderr.fileno())
     from workbench import demo, engine, launch, plan, runner, store
 
     vllm = engine.probe(args.vllm_python)
