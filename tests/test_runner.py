@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLAN
-from workbench import store
+from workbench import launch, store
 
 
 def test_sweep_completes_every_run(sweep_db):
@@ -108,7 +108,9 @@ def test_sigkilled_runner_resumes_only_the_missing_runs(demo_models, tmp_path):
     assert after["ngram"]["status"] == "completed"
     assert after["baseline"] == before["baseline"]
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    # The server of the killed runner did not outlive it.
-    leftover = subprocess.run(["pgrep", "-f", f"--port {before['ngram']['command'].split('--port ')[1].split()[0]}"],
-                              capture_output=True)
-    assert leftover.returncode == 1
+    # The server of the killed runner did not outlive it: nothing listens on its port, and no
+    # process (API server or engine core) is left from it.
+    port = int(before["ngram"]["command"].split("--port ")[1].split()[0])
+    assert not launch.port_in_use(port)
+    leftover = subprocess.run(["pgrep", "-f", "--", f"--port {port}"], capture_output=True)
+    assert leftover.returncode == 1, leftover.stdout
