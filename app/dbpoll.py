@@ -11,7 +11,15 @@ from workbench import store
 class RunFeed:
     """New samples, positions, requests and log lines of one run since the last poll."""
 
-    TABLES = ("samples", "positions", "requests", "logs")
+    # Only the columns the Live page draws, in the order it reads them, as plain tuples: a
+    # 100,000-sample history turns into one numpy array without a Python object per field.
+    COLUMNS = {
+        "samples": "t, mal, acceptance_rate, output_tok_s",
+        "positions": "t, position, acceptance",
+        "requests": "idx, ttft_ms, itl_mean_ms",
+        "logs": "line",
+    }
+    TABLES = tuple(COLUMNS)
 
     def __init__(self, db_path: Path, run_id: int):
         self.db_path = db_path
@@ -26,7 +34,6 @@ class RunFeed:
             except store.StoreError:
                 return None
             self._conn = db.conn
-            self._conn.row_factory = sqlite3.Row
         return self._conn
 
     def poll(self) -> dict[str, list[sqlite3.Row]]:
@@ -35,12 +42,12 @@ class RunFeed:
         if conn is None:
             return out
         try:
-            for table in self.TABLES:
-                rows = conn.execute(f"SELECT * FROM {table} WHERE run_id = ? AND id > ? ORDER BY id",
+            for table, columns in self.COLUMNS.items():
+                rows = conn.execute(f"SELECT id, {columns} FROM {table} WHERE run_id = ? AND id > ? ORDER BY id",
                                     [self.run_id, self.last[table]]).fetchall()
                 if rows:
-                    self.last[table] = rows[-1]["id"]
-                out[table] = rows
+                    self.last[table] = rows[-1][0]
+                out[table] = [row[1:] for row in rows]
         except sqlite3.OperationalError:
             pass  # a writer holds the lock for a moment: the next poll catches up
         return out
@@ -49,18 +56,20 @@ class RunFeed:
         conn = self._connection()
         if conn is None:
             return None
-        row = conn.execute("SELECT * FROM runs WHERE id = ?", [self.run_id]).fetchone()
-        return dict(row) if row else None
+        cursor = conn.execute("SELECT * FROM runs WHERE id = ?", [self.run_id])
+        row = cursor.fetchone()
+        return dict(zip([c[0] for c in cursor.description], row)) if row else None
 
     def siblings(self) -> list[dict]:
         """Completed runs of the same experiment, for drawing faintly behind the current one."""
         conn = self._connection()
         if conn is None:
             return []
-        rows = conn.execute("SELECT r.* FROM runs r JOIN runs me ON me.experiment_id = r.experiment_id "
-                            "WHERE me.id = ? AND r.id != ? AND r.status = 'completed' AND r.per_position "
-                            "IS NOT NULL ORDER BY r.seq", [self.run_id, self.run_id]).fetchall()
-        return [dict(r) for r in rows]
+        cursor = conn.execute("SELECT r.* FROM runs r JOIN runs me ON me.experiment_id = r.experiment_id "
+                              "WHERE me.id = ? AND r.id != ? AND r.status = 'completed' AND r.per_position "
+                              "IS NOT NULL ORDER BY r.seq", [self.run_id, self.run_id])
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, r)) for r in cursor.fetchall()]
 
     def close(self) -> None:
         if self._conn is not None:

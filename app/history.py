@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
 from app.runs_model import COLUMNS, SORT_ROLE, RunsModel
 from workbench import store
 
-FILTERS = ("target", "method", "workload", "status")
+FILTERS = ("method", "workload", "status", "target")
 ANY = "(any)"
 
 

@@ -35,11 +35,17 @@ class Series:
         self.data = np.zeros((256, columns))
         self.n = 0
 
-    def append(self, row) -> None:
-        if self.n == len(self.data):
-            self.data = np.concatenate([self.data, np.zeros_like(self.data)])
-        self.data[self.n] = row
-        self.n += 1
+    def extend(self, rows: np.ndarray) -> None:
+        need = self.n + len(rows)
+        if need > len(self.data):
+            size = len(self.data)
+            while size < need:
+                size *= 2
+            grown = np.zeros((size, self.data.shape[1]))
+            grown[: self.n] = self.data[: self.n]
+            self.data = grown
+        self.data[self.n: need] = rows
+        self.n = need
 
     def column(self, i: int) -> np.ndarray:
         return self.data[: self.n, i]
@@ -56,6 +62,8 @@ def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
     w.showGrid(x=True, y=True, alpha=0.2)
     w.setToolTip(tip)
     w.getPlotItem().setClipToView(True)
+    # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
+    w.getPlotItem().setDownsampling(auto=True, mode="peak")
     return w
 
 
@@ -88,6 +96,7 @@ class LivePage(QWidget):
 
         self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
         self.pos_plot.setYRange(0, 1.05)
+        _integer_ticks(self.pos_plot)
         self.faint_items: list[pg.BarGraphItem] = []
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=theme.color(0))
         self.pos_plot.addItem(self.bars)
@@ -113,6 +122,7 @@ class LivePage(QWidget):
 
         self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
         self.lat_plot.addLegend(offset=(-10, 10))
+        _integer_ticks(self.lat_plot)
         self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
                                                symbolBrush=theme.color(3))
         self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
@@ -175,15 +185,17 @@ class LivePage(QWidget):
         if not self.feed:
             return
         new = self.feed.poll()
-        for s in new["samples"]:
-            self.samples.append((s["t"], _nan(s["mal"]), _nan(s["acceptance_rate"]), _nan(s["output_tok_s"])))
+        if new["samples"]:
+            self.samples.extend(np.array(new["samples"], dtype=float))
         if new["positions"]:
-            last_t = new["positions"][-1]["t"]
-            self.positions = [p["acceptance"] or 0.0 for p in new["positions"] if p["t"] == last_t]
-        for r in new["requests"]:
-            self.requests.append((r["idx"] + 1, _nan(r["ttft_ms"]), _nan(r["itl_mean_ms"])))
+            last_t = new["positions"][-1][0]
+            self.positions = [a or 0.0 for t, _, a in new["positions"] if t == last_t]
+        if new["requests"]:
+            rows = np.array(new["requests"], dtype=float)
+            rows[:, 0] += 1
+            self.requests.extend(rows)
         if new["logs"]:
-            self.log.appendPlainText("\n".join(row["line"] for row in new["logs"]))
+            self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
         if row:
             n = "" if row["n"] is None else f" N={row['n']}"
@@ -229,6 +241,8 @@ class LivePage(QWidget):
             self.eta.setText("starting vLLM…")
         elif kind == "run_started" and self.db_path is not None:
             self.show_run(self.db_path, event["run"])
+            self.eta.setText(f"run {event['index']} of {event['total']}")
+            self._update_eta()
         elif kind in ("run_finished", "run_failed"):
             self.sweep_done += 1
             self.progress.setValue(self.sweep_done)
@@ -243,11 +257,20 @@ class LivePage(QWidget):
             return
         per_run = (time.time() - self.sweep_started) / done_here
         left = per_run * (self.sweep_total - self.sweep_done)
-        self.eta.setText(f"ETA {int(left // 60)} min {int(left % 60):02d} s")
+        self.eta.setText(f"run {min(self.sweep_done + 1, self.sweep_total)} of {self.sweep_total} · "
+                         f"ETA {int(left // 60)} min {int(left % 60):02d} s")
 
     def follow(self, db_path: Path) -> None:
         self.db_path = db_path
 
 
-def _nan(value) -> float:
-    return float("nan") if value is None else float(value)
+def _integer_ticks(plot: pg.PlotWidget) -> None:
+    """Draft positions and request numbers are whole numbers: no 1.5 ticks."""
+    axis = plot.getAxis("bottom")
+    original = axis.tickValues
+
+    def whole(minVal, maxVal, size):
+        return [(max(1.0, spacing), [v for v in values if float(v).is_integer()])
+                for spacing, values in original(minVal, maxVal, size)]
+
+    axis.tickValues = whole

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
     ("status", "Status", "pending, running, completed, failed or cancelled"),
+    ("target", "Target", "The served model"),
     ("method", "Method", "Drafting method; baseline = no speculation"),
     ("n", "N", "Number of speculative tokens per step"),
     ("workload", "Workload", "Prompt set"),
@@ -14,6 +17,8 @@ COLUMNS = [
     ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts (vLLM's definition)"),
     ("acceptance_rate", "Accept.", "Acceptance rate = accepted draft tokens / drafted tokens"),
     ("output_tok_s", "Output tok/s", "Output tokens / wall time of the measurement window"),
+    ("started", "Started", "When the run's measurement began (local time)"),
+    ("error", "Error", "Why a run failed"),
 ]
 SORT_ROLE = Qt.UserRole + 1
 FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
@@ -43,10 +48,16 @@ class RunsModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             if value is None:
                 return ""
+            if key == "target":
+                return str(value).rstrip("/").rsplit("/", 1)[-1]
+            if key == "started":
+                return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
             return FORMATS.get(key, "{}").format(value)
+        if role == Qt.ToolTipRole and key in ("target", "error") and value:
+            return str(value)
         if role == SORT_ROLE:
             return value if value is not None else -1
-        if role == Qt.TextAlignmentRole and key not in ("status", "method", "workload"):
+        if role == Qt.TextAlignmentRole and key not in ("status", "target", "method", "workload", "error", "started"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 

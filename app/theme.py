@@ -18,9 +18,9 @@ def dark() -> bool:
 def apply() -> None:
     """pyqtgraph's background and foreground for the current scheme (before plots are made)."""
     if dark():
-        pg.setConfigOptions(background="#1e1e1e", foreground="#dddddd", antialias=True)
+        pg.setConfigOptions(background="#1e1e1e", foreground="#dddddd", antialias=False)
     else:
-        pg.setConfigOptions(background="w", foreground="#222222", antialias=True)
+        pg.setConfigOptions(background="w", foreground="#222222", antialias=False)
 
 
 def color(i: int) -> str:
