@@ -13,7 +13,13 @@ def _gui(db: str | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.main(sys.argv[1:] if argv is None else argv, gui=_gui)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("export", "report"):
+        # Charts are drawn by pyqtgraph (offscreen when there is no display), so these live here.
+        from app.exports import main as export_main
+
+        return export_main(argv)
+    return cli.main(argv, gui=_gui)
 
 
 if __name__ == "__main__":

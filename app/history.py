@@ -37,6 +37,7 @@ class RunsFilter(QSortFilterProxyModel):
 
 class HistoryPage(QWidget):
     open_in_live = Signal(int)
+    compare = Signal(list)  # run rows
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -73,6 +74,15 @@ class HistoryPage(QWidget):
         self.delete_button = QPushButton("Delete")
         self.delete_button.setToolTip("Delete the selected runs and everything measured in them (Delete)")
         self.delete_button.clicked.connect(self.delete_selected)
+        self.compare_button = QPushButton("Compare selected")
+        self.compare_button.setToolTip("Compare the selected runs against their baselines (Ctrl+K)")
+        self.compare_button.setShortcut("Ctrl+K")
+        self.compare_button.clicked.connect(self._compare_selected)
+        self.compare_experiment_button = QPushButton("Compare experiment")
+        self.compare_experiment_button.setToolTip("Compare every run of the selected run's experiment")
+        self.compare_experiment_button.clicked.connect(self._compare_experiment)
+        bar.addWidget(self.compare_button)
+        bar.addWidget(self.compare_experiment_button)
         bar.addWidget(self.open_button)
         bar.addWidget(self.delete_button)
         QShortcut(QKeySequence.Delete, self.view, self.delete_selected)
@@ -111,6 +121,26 @@ class HistoryPage(QWidget):
     def selected_ids(self) -> list[int]:
         rows = {self.proxy.mapToSource(i).row() for i in self.view.selectionModel().selectedRows()}
         return [self.model.row(r)["id"] for r in sorted(rows)]
+
+    def _compare_selected(self) -> None:
+        ids = set(self.selected_ids())
+        rows = [r for r in self.model._rows if r["id"] in ids]
+        experiments = {r["experiment_id"] for r in rows}
+        # Baselines of the same experiments come along, so speedups can be computed.
+        rows += [r for r in self.model._rows if r["method"] == "baseline" and r["experiment_id"] in experiments
+                 and r["id"] not in ids]
+        if rows:
+            self.compare.emit(rows)
+
+    def _compare_experiment(self) -> None:
+        ids = self.selected_ids()
+        rows = self.model._rows
+        if not ids and rows:
+            ids = [rows[-1]["id"]]
+        experiments = {r["experiment_id"] for r in rows if r["id"] in set(ids)}
+        chosen = [r for r in rows if r["experiment_id"] in experiments]
+        if chosen:
+            self.compare.emit(chosen)
 
     def _open(self) -> None:
         ids = self.selected_ids()

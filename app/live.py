@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import theme
+from app.theme import integer_ticks
 from app.dbpoll import RunFeed
 
 TIPS = {
@@ -96,7 +97,7 @@ class LivePage(QWidget):
 
         self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
         self.pos_plot.setYRange(0, 1.05)
-        _integer_ticks(self.pos_plot)
+        integer_ticks(self.pos_plot)
         self.faint_items: list[pg.BarGraphItem] = []
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=theme.color(0))
         self.pos_plot.addItem(self.bars)
@@ -122,7 +123,7 @@ class LivePage(QWidget):
 
         self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
         self.lat_plot.addLegend(offset=(-10, 10))
-        _integer_ticks(self.lat_plot)
+        integer_ticks(self.lat_plot)
         self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
                                                symbolBrush=theme.color(3))
         self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
@@ -262,15 +263,3 @@ class LivePage(QWidget):
 
     def follow(self, db_path: Path) -> None:
         self.db_path = db_path
-
-
-def _integer_ticks(plot: pg.PlotWidget) -> None:
-    """Draft positions and request numbers are whole numbers: no 1.5 ticks."""
-    axis = plot.getAxis("bottom")
-    original = axis.tickValues
-
-    def whole(minVal, maxVal, size):
-        return [(max(1.0, spacing), [v for v in values if float(v).is_integer()])
-                for spacing, values in original(minVal, maxVal, size)]
-
-    axis.tickValues = whole

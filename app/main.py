@@ -11,6 +11,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
 from app import theme
+from app.compare_page import ComparePage
 from app.experiment import ExperimentPage
 from app.history import HistoryPage
 from app.live import LivePage
@@ -41,15 +42,18 @@ class MainWindow(QMainWindow):
         self.experiment = ExperimentPage(self.vllm, engine.optional_modules(self.vllm))
         self.live = LivePage()
         self.history = HistoryPage()
+        self.compare = ComparePage()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.experiment, "Experiment")
         self.tabs.addTab(self.live, "Live")
         self.tabs.addTab(self.history, "History")
+        self.tabs.addTab(self.compare, "Compare")
         self.setCentralWidget(self.tabs)
 
         self.experiment.run_requested.connect(self.start_sweep)
         self.live.stop_requested.connect(self.stop_sweep)
         self.history.open_in_live.connect(self.open_run)
+        self.history.compare.connect(self.compare_runs)
         self._menus()
 
         last_plan = self.settings.value("plan/last")
@@ -87,7 +91,7 @@ class MainWindow(QMainWindow):
         self._action(s, "&Run", "Ctrl+R", self.experiment.request_run, "Validate the plan and start the sweep")
         self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
         v = self.menuBar().addMenu("&View")
-        for i, name in enumerate(("Experiment", "Live", "History")):
+        for i, name in enumerate(("Experiment", "Live", "History", "Compare")):
             self._action(v, name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
         h = self.menuBar().addMenu("&Help")
         self._action(h, "&About Draftbench", None, self.about)
@@ -153,6 +157,10 @@ class MainWindow(QMainWindow):
 
     def refresh_history(self) -> None:
         self.history.load(self.db_path)
+
+    def compare_runs(self, rows: list[dict]) -> None:
+        self.compare.set_runs(rows)
+        self.tabs.setCurrentWidget(self.compare)
 
     def open_run(self, run_id: int) -> None:
         self.live.show_run(self.db_path, run_id)

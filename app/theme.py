@@ -37,3 +37,15 @@ def mono() -> QFont:
     font = QFont("DejaVu Sans Mono")
     font.setStyleHint(QFont.Monospace)
     return font
+
+
+def integer_ticks(plot: pg.PlotWidget) -> None:
+    """Draft positions, N, request numbers and concurrencies are whole numbers: no 1.5 ticks."""
+    axis = plot.getAxis("bottom")
+    original = axis.tickValues
+
+    def whole(minVal, maxVal, size):
+        return [(max(1.0, spacing), [v for v in values if float(v).is_integer()])
+                for spacing, values in original(minVal, maxVal, size)]
+
+    axis.tickValues = whole

@@ -16,7 +16,7 @@ def window(qtbot, tmp_path, vllm_install):
 
 
 def test_main_window_opens_with_the_demo_plan(window, qtbot):
-    assert [window.tabs.tabText(i) for i in range(3)] == ["Experiment", "Live", "History"]
+    assert [window.tabs.tabText(i) for i in range(4)] == ["Experiment", "Live", "History", "Compare"]
     page = window.experiment
     assert page.name.text() == "demo" and page.target.text() == "demo:smollm2-135m"
     assert [r.method.currentData() for r in page.rows] == ["ngram", "draft_model", "suffix"]

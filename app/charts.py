@@ -1,0 +1,142 @@
+"""The Compare charts, built with pyqtgraph from the data `workbench.compare.chart_data` returns,
+and their export to PNG (chosen size and DPI), SVG and PDF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters  # noqa: F401  (the exporters are a submodule pyqtgraph does not import)
+from PySide6.QtCore import QMarginsF, QRectF, QSizeF
+from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
+
+from app import theme
+
+CHARTS = {
+    "per_position": ("Per-position acceptance", "acceptance (share of drafts)", "draft position",
+                     "p[i] = accepted at draft position i / drafts: a survival curve per configuration"),
+    "throughput": ("Output throughput against N", "output tokens/s", "N (speculative tokens)",
+                   "Mean output tokens/s per N, one line per method; dashed: the matching baseline"),
+    "efficiency": ("Efficiency and MAL against N", "efficiency = speedup / MAL", "N (speculative tokens)",
+                   "How much of the ideal gain (MAL x) was realised; 1.0 would be a free draft"),
+    "mal": ("MAL against N", "MAL (tokens / step)", "N (speculative tokens)",
+            "Mean acceptance length = 1 + accepted / drafts"),
+    "concurrency": ("Speedup against concurrency", "speedup (x baseline)", "concurrency (requests in flight)",
+                    "Where speculation stops paying: speedup at each concurrency, 1.0 = baseline"),
+}
+
+
+def _series(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["series"], []).append(r)
+    return out
+
+
+def new_plot(name: str) -> pg.PlotWidget:
+    title, left, bottom, tip = CHARTS[name]
+    w = pg.PlotWidget()
+    w.setTitle(title)
+    w.setLabel("left", left)
+    w.setLabel("bottom", bottom)
+    w.showGrid(x=True, y=True, alpha=0.2)
+    w.setToolTip(tip)
+    w.addLegend(offset=(-10, 10))
+    theme.integer_ticks(w)
+    return w
+
+
+def _line(w: pg.PlotWidget, i: int, x, y, name: str, ci=None) -> None:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    w.plot(x, y, name=name, pen=pg.mkPen(theme.color(i), width=2), symbol="o", symbolSize=6,
+           symbolBrush=theme.color(i))
+    if ci is not None and not np.all(np.isnan(np.asarray(ci, float))):
+        err = pg.ErrorBarItem(x=x, y=y, height=2 * np.nan_to_num(np.asarray(ci, float)), beam=0.15,
+                              pen=pg.mkPen(theme.color(i)))
+        w.addItem(err)
+
+
+def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
+    w.clear()
+    if name == "per_position":
+        for i, (series, rows) in enumerate(_series(data["per_position"]).items()):
+            _line(w, i, [r["position"] for r in rows], [r["acceptance"] for r in rows], series)
+        w.setYRange(0, 1.05)
+    elif name == "throughput":
+        baselines = set()
+        for i, (series, rows) in enumerate(_series(data["throughput"]).items()):
+            _line(w, i, [r["n"] for r in rows], [r["tok_s"] for r in rows], series, [r["tok_s_ci95"] for r in rows])
+            baselines.add((series.split(" · ", 1)[1], rows[0]["baseline_tok_s"]))
+        for context, base in sorted(baselines, key=str):
+            if base:
+                w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
+                                          label=f"baseline · {context}: {base:.1f}",
+                                          labelOpts={"position": 0.15, "color": "#666666"}))
+    elif name in ("efficiency", "mal"):
+        key = "efficiency" if name == "efficiency" else "mal"
+        for i, (series, rows) in enumerate(_series(data["efficiency"]).items()):
+            _line(w, i, [r["n"] for r in rows], [r[key] if r[key] is not None else np.nan for r in rows], series)
+    elif name == "concurrency":
+        for i, (series, rows) in enumerate(_series(data["concurrency"]).items()):
+            _line(w, i, [r["concurrency"] for r in rows], [r["speedup"] for r in rows], series,
+                  [r["speedup_ci95"] for r in rows])
+        w.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DotLine)))
+
+
+def lay_out(w: pg.PlotWidget, width: int, height: int) -> None:
+    """Give an unshown plot its size, so exports lay out titles and axes for that size."""
+    w.resize(width, height)
+    w.getPlotItem().resize(width, height)
+    w.setSceneRect(0, 0, width, height)
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+
+
+def export_png(w: pg.PlotWidget, path: str | Path, width: int = 1200, height: int = 800, dpi: int = 150) -> None:
+    lay_out(w, width, height)
+    exporter = pg.exporters.ImageExporter(w.getPlotItem())
+    exporter.parameters()["width"] = width  # the height follows from the laid-out aspect ratio
+    image = exporter.export(toBytes=True)
+    if image.height() != height:
+        image = image.scaled(width, height)
+    per_metre = round(dpi / 0.0254)
+    image.setDotsPerMeterX(per_metre)
+    image.setDotsPerMeterY(per_metre)
+    if not image.save(str(path), "PNG"):
+        raise OSError(f"could not write {path}")
+
+
+def export_svg(w: pg.PlotWidget, path: str | Path) -> None:
+    pg.exporters.SVGExporter(w.getPlotItem()).export(str(path))
+
+
+def svg_text(w: pg.PlotWidget) -> str:
+    return pg.exporters.SVGExporter(w.getPlotItem()).export(toBytes=True).decode()
+
+
+def export_pdf(w: pg.PlotWidget, path: str | Path) -> None:
+    writer = QPdfWriter(str(path))
+    writer.setPageSize(QPageSize(QSizeF(w.width() * 0.75, w.height() * 0.75), QPageSize.Point))
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0))
+    writer.setResolution(96)
+    painter = QPainter(writer)
+    try:
+        w.render(painter, target=QRectF(painter.viewport()))
+    finally:
+        painter.end()
+
+
+def export(w: pg.PlotWidget, path: str | Path, width: int = 1200, height: int = 800, dpi: int = 150) -> None:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".png":
+        export_png(w, path, width, height, dpi)
+    elif suffix == ".svg":
+        lay_out(w, width, height)
+        export_svg(w, path)
+    elif suffix == ".pdf":
+        lay_out(w, width, height)
+        export_pdf(w, path)
+    else:
+        raise ValueError(f"cannot export a chart as {suffix or 'a file without extension'}: use .png, .svg or .pdf")

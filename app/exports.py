@@ -1,0 +1,156 @@
+"""`draftbench export` and `draftbench report`: the Compare charts, their data and an HTML report,
+written without a display (Qt's offscreen platform)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from workbench import compare, paths, report, store
+
+CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "concurrency")
+DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
+           "mal": "efficiency", "concurrency": "concurrency"}
+
+
+class ExportError(Exception):
+    pass
+
+
+def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int] | None = None) -> list[dict]:
+    try:
+        db = store.open_db(db_path, readonly=True)
+    except store.StoreError as exc:
+        raise ExportError(str(exc)) from None
+    try:
+        if run_ids:
+            rows = [r for r in store.runs(db) if r["id"] in set(run_ids)]
+            missing = set(run_ids) - {r["id"] for r in rows}
+            if missing:
+                raise ExportError(f"no run {min(missing)} in the database")
+            # Speedups need the matching baselines even when only speculative runs were chosen.
+            experiments = {r["experiment_id"] for r in rows}
+            rows += [r for r in store.runs(db) if r["method"] == "baseline" and r["experiment_id"] in experiments
+                     and r["id"] not in set(run_ids)]
+            return rows
+        if experiment is None:
+            experiment = db.execute("SELECT max(id) FROM experiments").fetchone()[0]
+            if experiment is None:
+                raise ExportError("the database holds no experiments yet")
+        rows = store.runs(db, "experiment_id = ?", [experiment])
+        if not rows:
+            raise ExportError(f"no experiment {experiment} in the database")
+        return rows
+    finally:
+        db.conn.close()
+
+
+def _app():
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from app import theme
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    theme.apply()
+    return app
+
+
+def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str],
+               width: int, height: int, dpi: int) -> list[Path]:
+    from app import charts as chartlib
+
+    _app()
+    out.mkdir(parents=True, exist_ok=True)
+    cs = compare.configs(rows)
+    data = compare.chart_data(cs)
+    written: list[Path] = []
+    for name in charts:
+        for fmt in formats:
+            path = out / f"{name}.{fmt}"
+            if fmt in ("png", "svg", "pdf"):
+                w = chartlib.new_plot(name)
+                chartlib.draw(w, name, data)
+                chartlib.export(w, path, width, height, dpi)
+                w.deleteLater()
+            elif fmt == "csv":
+                report.write_csv(data[DATA_OF[name]], path)
+            elif fmt == "json":
+                report.write_json(data[DATA_OF[name]], path)
+            written.append(path)
+    table = compare.speedup_table(cs)
+    for fmt in formats:
+        if fmt in ("csv", "json"):
+            path = out / f"speedup_table.{fmt}"
+            (report.write_csv if fmt == "csv" else report.write_json)(table, path)
+            written.append(path)
+    return written
+
+
+def write_report(rows: list[dict], path: Path, title: str) -> Path:
+    from app import charts as chartlib
+
+    _app()
+    cs = compare.configs(rows)
+    data = compare.chart_data(cs)
+    svgs = []
+    for name in CHART_NAMES:
+        if not data[DATA_OF[name]]:
+            continue
+        w = chartlib.new_plot(name)
+        chartlib.draw(w, name, data)
+        chartlib.lay_out(w, 640, 420)
+        svgs.append((chartlib.CHARTS[name][0], chartlib.svg_text(w)))
+        w.deleteLater()
+    path.write_text(report.render(title, compare.speedup_table(cs), svgs, sorted(rows, key=lambda r: r["id"])),
+                    encoding="utf-8")
+    return path
+
+
+def _ids(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("runs are comma-separated run ids, e.g. 3,4,7") from None
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"draftbench {argv[0]}")
+    parser.add_argument("--db", default=str(paths.default_db()))
+    parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
+    parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
+    if argv[0] == "export":
+        parser.add_argument("--out", default="draftbench-export", help="folder to write into")
+        parser.add_argument("--format", default="png,svg,pdf,csv,json", help="any of png,svg,pdf,csv,json")
+        parser.add_argument("--chart", default="all", help=f"all, or any of {','.join(CHART_NAMES)}")
+        parser.add_argument("--width", type=int, default=1200)
+        parser.add_argument("--height", type=int, default=800)
+        parser.add_argument("--dpi", type=int, default=150)
+    else:
+        parser.add_argument("--out", default="draftbench-report.html", help="the HTML file to write")
+        parser.add_argument("--title", default=None)
+    args = parser.parse_args(argv[1:])
+    try:
+        rows = select(args.db, args.experiment, args.runs)
+        if argv[0] == "export":
+            formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+            bad = [f for f in formats if f not in ("png", "svg", "pdf", "csv", "json")]
+            if bad:
+                raise ExportError(f"unknown format {bad[0]!r}; choose from png, svg, pdf, csv, json")
+            names = list(CHART_NAMES) if args.chart == "all" else [c.strip() for c in args.chart.split(",")]
+            if [c for c in names if c not in CHART_NAMES]:
+                raise ExportError(f"unknown chart; choose from all, {', '.join(CHART_NAMES)}")
+            if not (16 <= args.width <= 20000 and 16 <= args.height <= 20000 and 30 <= args.dpi <= 2400):
+                raise ExportError("width and height must be 16..20000 pixels and dpi 30..2400")
+            for path in export_all(rows, Path(args.out), formats, names, args.width, args.height, args.dpi):
+                print(path)
+        else:
+            title = args.title or f"Draftbench report: {len(rows)} runs"
+            print(write_report(rows, Path(args.out), title))
+    except (ExportError, OSError, ValueError) as exc:
+        print(f"draftbench: {exc}", file=sys.stderr)
+        return 2
+    return 0

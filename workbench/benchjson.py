@@ -1,0 +1,111 @@
+"""Interop with `vllm bench serve --save-result` JSON: import results as runs, export runs in that format.
+
+Units differ from ours: its `spec_decode_acceptance_rate` is a percent (0..100), while its
+per-position list and our acceptance rate are fractions (0..1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import sqlite_utils
+
+from workbench import methods, store
+
+# bench field -> our run column, for the figures that mean the same thing in the same unit.
+SAME = {
+    "duration": "window_s", "total_output_tokens": "output_tokens", "output_throughput": "output_tok_s",
+    "completed": "requests_ok", "failed": "requests_failed",
+    "mean_ttft_ms": "ttft_mean_ms", "median_ttft_ms": "ttft_p50_ms", "p99_ttft_ms": "ttft_p99_ms",
+    "mean_itl_ms": "itl_mean_ms", "median_itl_ms": "itl_p50_ms", "p99_itl_ms": "itl_p99_ms",
+    "mean_tpot_ms": "tpot_mean_ms", "mean_e2el_ms": "e2el_mean_ms",
+    "spec_decode_acceptance_length": "mal", "spec_decode_num_drafts": "drafts",
+    "spec_decode_draft_tokens": "draft_tokens", "spec_decode_accepted_tokens": "accepted",
+}
+REQUIRED = ("duration", "completed", "total_output_tokens", "output_throughput")
+
+
+class BenchJsonError(ValueError):
+    """A one-line reason a file is not a usable `vllm bench serve` result."""
+
+
+def read(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BenchJsonError(f"{path} does not exist") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BenchJsonError(f"{path.name} is not a JSON file ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise BenchJsonError(f"{path.name} is not a vllm bench serve result (not a JSON object)")
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise BenchJsonError(f"{path.name} is not a vllm bench serve result (no {missing[0]!r})")
+    return data
+
+
+def to_run(data: dict) -> dict:
+    """Our run figures from a bench result."""
+    row = {ours: data.get(theirs) for theirs, ours in SAME.items()}
+    if data.get("spec_decode_acceptance_rate") is not None:
+        row["acceptance_rate"] = data["spec_decode_acceptance_rate"] / 100.0
+    per_position = data.get("spec_decode_per_position_acceptance_rates")
+    if per_position is not None:
+        row["per_position"] = json.dumps(list(per_position))
+    row["generation_tokens"] = data.get("total_output_tokens")
+    row["prompt_tokens"] = data.get("total_input_tokens")
+    return row
+
+
+def import_file(db: sqlite_utils.Database, path: str | Path, method: str = "baseline", n: int | None = None,
+                draft: str | None = None, target: str | None = None, workload: str | None = None) -> int:
+    """Store a bench result as a completed run of its own experiment; returns the run id."""
+    data = read(path)
+    spec = methods.get(method)
+    if spec.name != "baseline" and n is None:
+        raise BenchJsonError(f"say which N the {spec.name} run used (--n)")
+    if spec.name == "baseline" and data.get("spec_decode_num_drafts"):
+        raise BenchJsonError("the file has speculative-decoding figures: say which --method and --n it used")
+    raw = Path(path).read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    exp = store.experiment_for(db, f"imported {Path(path).name}", f"bench:{digest}", raw.decode(errors="replace"),
+                               str(path), {"source": "vllm bench serve", "date": data.get("date")})
+    existing = db.execute("SELECT id FROM runs WHERE experiment_id = ?", [exp]).fetchone()
+    if existing:
+        return existing[0]
+    concurrency = data.get("max_concurrency") or data.get("num_prompts") or 1
+    rate = data.get("request_rate")
+    row = {
+        "experiment_id": exp, "key": digest, "seq": 0, "server_key": digest,
+        "target": target or data.get("model_id") or "?", "method": spec.name, "draft": draft, "n": n,
+        "options": "{}", "workload": workload or data.get("label") or Path(path).stem,
+        "concurrency": int(concurrency), "request_rate": None if rate in (None, "inf") else float(rate),
+        "repeat": 1, "num_prompts": data.get("num_prompts"), "status": "completed",
+        "command": "vllm bench serve (imported)", "started": time.time(), "finished": time.time(),
+        **to_run(data),
+    }
+    with db.conn:
+        return db["runs"].insert(row).last_pk
+
+
+def export_run(row: dict) -> dict:
+    """One of our runs as a `vllm bench serve` result (the summary fields, same names and units)."""
+    out = {theirs: row.get(ours) for theirs, ours in SAME.items() if row.get(ours) is not None}
+    out.update({
+        "backend": "openai-chat", "model_id": row.get("target"), "num_prompts": row.get("num_prompts"),
+        "max_concurrency": row.get("concurrency"),
+        "request_rate": row.get("request_rate") if row.get("request_rate") else "inf",
+        "total_input_tokens": row.get("prompt_tokens"),
+        "request_throughput": (row["requests_ok"] / row["window_s"]) if row.get("window_s") else None,
+        "label": f"draftbench run {row.get('id')}: {row.get('method')}"
+                 + (f" N={row['n']}" if row.get("n") is not None else ""),
+    })
+    if row.get("acceptance_rate") is not None:
+        out["spec_decode_acceptance_rate"] = 100.0 * row["acceptance_rate"]
+    if row.get("per_position"):
+        out["spec_decode_per_position_acceptance_rates"] = json.loads(row["per_position"])
+    return out
