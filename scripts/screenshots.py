@@ -2,6 +2,9 @@
 
 Run under a real X server, e.g.  xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
 It starts a small real sweep (baseline and ngram on the demo target) through the app itself.
+With `--compare DB` it instead opens that results database (e.g. one made by
+`draftbench run resources/plans/demo.toml`), compares its latest experiment, and saves the
+Compare page and an HTML report (rendered to PNG with headless Chromium when it is installed).
 """
 
 from __future__ import annotations
@@ -27,8 +30,44 @@ def wait(app: QApplication, predicate, timeout: float) -> None:
     raise SystemExit("timed out waiting for the app")
 
 
+def compare_shots(app: QApplication, db: Path) -> None:
+    import shutil
+    import subprocess
+
+    from app.main import MainWindow
+
+    out = ROOT / "docs"
+    w = MainWindow(db)
+    w.resize(1500, 940)
+    w.show()
+    wait(app, lambda: w.isVisible(), 10)
+    w.history.view.selectRow(w.history.proxy.rowCount() - 1)
+    w.history.compare_experiment_button.click()
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.05)
+    w.grab().save(str(out / "screenshot-compare.png"))
+    report = Path(tempfile.mkdtemp()) / "report.html"
+    from app.exports import write_report
+
+    write_report(w.compare.rows, report, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+                        f"--screenshot={out / 'screenshot-report.png'}", "--window-size=1280,2400",
+                        report.as_uri()], check=True, capture_output=True, timeout=120)
+    w.close()
+
+
 def main() -> None:
     app = QApplication(sys.argv[:1])
+    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
+        from app import theme
+
+        theme.apply()
+        compare_shots(app, Path(sys.argv[2]))
+        return
     from app import theme
     from app.main import MainWindow
 

@@ -44,22 +44,28 @@ def test_window_equals_the_servers_own_counters(draft_server):
     assert sum(r.spec["num_accepted_draft_tokens"] for r in results) == w.accepted
 
 
-def test_vllm_bench_serve_reports_the_same_acceptance(draft_server, vllm_install, demo_models, tmp_path):
-    prompts = workloads.sample(workloads.load("builtin"), 6, seed=5)
+def run_bench(server, install, demo_models, tmp_path, seed=5):
+    """`vllm bench serve --save-result` against a running server; returns the result file."""
+    prompts = workloads.sample(workloads.load("builtin"), 6, seed=seed)
     dataset = tmp_path / "prompts.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": p.text}) + "\n" for p in prompts))
     result = tmp_path / "bench.json"
     args = ["bench", "serve", "--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
-            "--base-url", draft_server.spec.base_url, "--model", "smollm2",
+            "--base-url", server.spec.base_url, "--model", "smollm2",
             "--tokenizer", str(demo_models[demo.TARGET.name]), "--dataset-name", "custom",
             "--dataset-path", str(dataset), "--num-prompts", "6", "--custom-output-len", "40",
             "--max-concurrency", "2", "--temperature", "0", "--num-warmups", "0", "--disable-tqdm",
             "--save-result", "--result-filename", str(result)]
-    before = metrics.parse(httpx.get(draft_server.spec.base_url + "/metrics").text)
-    done = subprocess.run(vllm_cli.argv(vllm_install.python, args), capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OPENAI_API_KEY": draft_server.api_key})
-    after = metrics.parse(httpx.get(draft_server.spec.base_url + "/metrics").text)
+    done = subprocess.run(vllm_cli.argv(install.python, args), capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OPENAI_API_KEY": server.api_key})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return result
+
+
+def test_vllm_bench_serve_reports_the_same_acceptance(draft_server, vllm_install, demo_models, tmp_path):
+    before = metrics.parse(httpx.get(draft_server.spec.base_url + "/metrics").text)
+    result = run_bench(draft_server, vllm_install, demo_models, tmp_path)
+    after = metrics.parse(httpx.get(draft_server.spec.base_url + "/metrics").text)
     bench = json.loads(result.read_text())
     assert bench["completed"] == 6
     w = metrics.window(before, after)

@@ -50,6 +50,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--db", default=None)
     s.add_argument("--experiment", type=int, help="experiment id for the table")
     s.add_argument("--json", action="store_true")
+    ib = sub.add_parser("import-bench", help="store a `vllm bench serve --save-result` JSON file as a run")
+    ib.add_argument("file")
+    ib.add_argument("--db", default=None)
+    ib.add_argument("--method", default="baseline", help="the drafting method the server used")
+    ib.add_argument("--n", type=int, help="its number of speculative tokens")
+    ib.add_argument("--draft", help="its draft checkpoint")
+    ib.add_argument("--target", help="the target model (default: the file's model_id)")
+    ib.add_argument("--workload", help="a name for the prompts (default: the file's label or name)")
+
+    eb = sub.add_parser("export-bench", help="write a run as a `vllm bench serve` result JSON file")
+    eb.add_argument("run", type=int)
+    eb.add_argument("--db", default=None)
+    eb.add_argument("--out", required=True)
     return p
 
 
@@ -64,7 +77,8 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None], int] | None 
             if gui is None:
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
             return gui(getattr(args, "db", None))
-        return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show}[args.command](args)
+        return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
+                "import-bench": _import_bench, "export-bench": _export_bench}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -151,6 +165,33 @@ def _run(args) -> int:
         r.cancel_running()
         return 130
     return 0 if summary["failed"] == 0 else 1
+
+
+def _import_bench(args) -> int:
+    from workbench import benchjson, methods
+
+    db = _open(args.db)
+    try:
+        run_id = benchjson.import_file(db, args.file, args.method, args.n, args.draft, args.target, args.workload)
+    except (benchjson.BenchJsonError, methods.MethodError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"imported as run {run_id}")
+    return 0
+
+
+def _export_bench(args) -> int:
+    from workbench import benchjson, store
+
+    db = _open(args.db, readonly=True)
+    row = store.run(db, args.run)
+    if row is None:
+        raise CliError(f"no run {args.run} in the database")
+    try:
+        Path(args.out).write_text(json.dumps(benchjson.export_run(row), indent=1))
+    except OSError as exc:
+        raise CliError(f"cannot write {args.out}: {exc.strerror}") from None
+    print(args.out)
+    return 0
 
 
 def _runs(args) -> int:

@@ -1,0 +1,84 @@
+"""Exports checked for real: PNG decodes at the requested size, SVG parses, PDF has a page,
+CSV/JSON round-trip, the HTML report references nothing outside itself; and the Compare page."""
+
+import csv
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.compare_page import ComparePage
+from app.exports import export_all, write_report
+from workbench import compare, store
+
+EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//|@import""", re.I)
+
+
+@pytest.fixture(scope="module")
+def rows(sweep_db):
+    db = store.open_db(sweep_db[0], readonly=True)
+    return store.runs(db)
+
+
+def test_every_format_is_a_real_file(qapp, rows, tmp_path):
+    written = export_all(rows, tmp_path, ["png", "svg", "pdf", "csv", "json"],
+                         ["per_position", "throughput", "efficiency"], 900, 500, 200)
+    assert len(written) == 3 * 5 + 2
+    for name in ("per_position", "throughput", "efficiency"):
+        image = QImage(str(tmp_path / f"{name}.png"))
+        assert not image.isNull() and (image.width(), image.height()) == (900, 500)
+        assert round(image.dotsPerMeterX() * 0.0254) == 200
+        root = ET.parse(tmp_path / f"{name}.svg").getroot()
+        assert root.tag.endswith("svg") and len(list(root.iter())) > 10
+        pdf = (tmp_path / f"{name}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1
+    data = compare.chart_data(compare.configs(rows))
+    with open(tmp_path / "per_position.csv") as f:
+        back = list(csv.DictReader(f))
+    assert [float(r["acceptance"]) for r in back] == pytest.approx([r["acceptance"] for r in data["per_position"]])
+    assert json.loads((tmp_path / "throughput.json").read_text()) == data["throughput"]
+    table = json.loads((tmp_path / "speedup_table.json").read_text())
+    assert {r["method"] for r in table} == {"ngram", "draft_model"}
+
+
+def test_html_report_is_self_contained(qapp, rows, tmp_path):
+    path = write_report(rows, tmp_path / "report.html", "A comparison")
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "A comparison" in text
+    assert not EXTERNAL.search(text), EXTERNAL.search(text).group(0)
+    assert text.count("<svg") >= 4
+    for r in rows:
+        assert r["command"] in text.replace("&quot;", '"').replace("&#x27;", "'")
+    assert "vLLM 0.32.0" in text
+
+
+def test_export_and_report_from_the_cli_without_a_display(sweep_db, tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "QT_QPA_PLATFORM")}
+    done = subprocess.run([sys.executable, "-m", "app", "export", "--db", str(sweep_db[0]), "--out", str(tmp_path),
+                           "--chart", "mal", "--format", "png,csv", "--width", "640", "--height", "480"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert QImage(str(tmp_path / "mal.png")).size().toTuple() == (640, 480)
+    done = subprocess.run([sys.executable, "-m", "app", "report", "--db", str(sweep_db[0]),
+                           "--out", str(tmp_path / "r.html")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and (tmp_path / "r.html").stat().st_size > 10000
+    bad = subprocess.run([sys.executable, "-m", "app", "export", "--db", str(sweep_db[0]), "--format", "gif"],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "unknown format 'gif'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_compare_page_draws_the_runs(qtbot, qtmodeltester, rows, tmp_path):
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.set_runs(rows)
+    qtmodeltester.check(page.table_model)
+    assert page.table_model.rowCount() == 2
+    curves = [item for item in page.plots["per_position"].getPlotItem().listDataItems()]
+    assert len(curves) == 2
+    assert page.plots["throughput"].getPlotItem().listDataItems()
+    written = page.export_to(tmp_path)
+    assert len(written) == 5 * 5 and all(p.stat().st_size > 0 for p in written)
