@@ -44,6 +44,9 @@ def new_plot(name: str) -> pg.PlotWidget:
     w.setToolTip(tip)
     w.addLegend(offset=(-10, 10))
     theme.integer_ticks(w)
+    # Ratios like an efficiency of 0.5 must not be shown as "500 (x0.001)".
+    for side in ("left", "bottom"):
+        w.getAxis(side).enableAutoSIPrefix(False)
     return w
 
 
@@ -91,6 +94,13 @@ def lay_out(w: pg.PlotWidget, width: int, height: int) -> None:
     w.setSceneRect(0, 0, width, height)
     from PySide6.QtWidgets import QApplication
 
+    QApplication.processEvents()
+    # Auto-ranging is applied lazily at paint time, which an unshown plot never reaches; the SVG
+    # exporter reads the view's transform directly, so apply the pending range and matrix now.
+    view = w.getPlotItem().getViewBox()
+    view.updateAutoRange()
+    view.updateViewRange()
+    view.updateMatrix()
     QApplication.processEvents()
 
 

@@ -34,6 +34,11 @@ def test_every_format_is_a_real_file(qapp, rows, tmp_path):
         assert round(image.dotsPerMeterX() * 0.0254) == 200
         root = ET.parse(tmp_path / f"{name}.svg").getroot()
         assert root.tag.endswith("svg") and len(list(root.iter())) > 10
+        if name == "throughput":
+            # The axes were ranged to the data (tokens/s of tens), not left at their 0..1 default.
+            labels = [float(t.text) for t in root.iter() if t.tag.endswith("text") and t.text
+                      and re.fullmatch(r"-?\d+(\.\d+)?", t.text.strip())]
+            assert max(labels) >= 10, labels
         pdf = (tmp_path / f"{name}.pdf").read_bytes()
         assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1
     data = compare.chart_data(compare.configs(rows))

@@ -72,6 +72,7 @@ th, td {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }}
 th {{ background: #f0f0f0; }} td:nth-child(-n+3) {{ text-align: left; }}
 figure {{ display: inline-block; margin: 0.5em; border: 1px solid #ddd; padding: 0.5em; }}
 figcaption {{ font-weight: bold; margin-bottom: 0.3em; }}
+figure svg {{ width: 560px; height: auto; display: block; }}
 code {{ font-size: 0.85em; word-break: break-all; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
