@@ -35,13 +35,7 @@ def _series(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def new_plot(name: str) -> pg.PlotWidget:
-    title, left, bottom, tip = CHARTS[name]
-    w = pg.PlotWidget()
-    w.setTitle(title)
-    w.setLabel("left", left)
-    w.setLabel("bottom", bottom)
-    w.showGrid(x=True, y=True, alpha=0.2)
-    w.setToolTip(tip)
+    w = theme.plot(*CHARTS[name])
     w.addLegend(offset=(-10, 10))
     theme.integer_ticks(w)
     # Ratios like an efficiency of 0.5 must not be shown as "500 (x0.001)".

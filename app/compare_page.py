@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSpinBox,
     QSplitter, QTableView, QVBoxLayout, QWidget,
@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 
 from app import charts as chartlib
 from app.exports import CHART_NAMES, DATA_OF, write_report
+from app.runs_model import RowsModel
 from workbench import compare, report
 
 TIPS = {
@@ -25,21 +26,8 @@ TIPS = {
 }
 
 
-class SpeedupModel(QAbstractTableModel):
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._rows: list[dict] = []
-
-    def set_rows(self, rows: list[dict]) -> None:
-        self.beginResetModel()
-        self._rows = rows
-        self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(report.TABLE_COLUMNS)
+class SpeedupModel(RowsModel):
+    columns = report.TABLE_COLUMNS
 
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():

@@ -56,12 +56,7 @@ class Series:
 
 
 def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
-    w = pg.PlotWidget()
-    w.setTitle(title)
-    w.setLabel("left", left)
-    w.setLabel("bottom", bottom)
-    w.showGrid(x=True, y=True, alpha=0.2)
-    w.setToolTip(tip)
+    w = theme.plot(title, left, bottom, tip)
     w.getPlotItem().setClipToView(True)
     # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
     w.getPlotItem().setDownsampling(auto=True, mode="peak")

@@ -24,7 +24,11 @@ SORT_ROLE = Qt.UserRole + 1
 FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
 
 
-class RunsModel(QAbstractTableModel):
+class RowsModel(QAbstractTableModel):
+    """A table of dict rows with a fixed list of columns; subclasses say how a cell is shown."""
+
+    columns: list = []
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._rows: list[dict] = []
@@ -38,7 +42,14 @@ class RunsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else len(self.columns)
+
+    def row(self, i: int) -> dict:
+        return self._rows[i]
+
+
+class RunsModel(RowsModel):
+    columns = COLUMNS
 
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
@@ -69,6 +80,3 @@ class RunsModel(QAbstractTableModel):
         if role == Qt.ToolTipRole:
             return COLUMNS[section][2]
         return None
-
-    def row(self, i: int) -> dict:
-        return self._rows[i]

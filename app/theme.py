@@ -49,3 +49,14 @@ def integer_ticks(plot: pg.PlotWidget) -> None:
                 for spacing, values in original(minVal, maxVal, size)]
 
     axis.tickValues = whole
+
+
+def plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
+    """A titled plot with labelled axes (units in the labels), a grid and a tooltip defining it."""
+    w = pg.PlotWidget()
+    w.setTitle(title)
+    w.setLabel("left", left)
+    w.setLabel("bottom", bottom)
+    w.showGrid(x=True, y=True, alpha=0.2)
+    w.setToolTip(tip)
+    return w
