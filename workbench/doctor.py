@@ -36,7 +36,8 @@ def report(python: str | None = None) -> list[tuple[str, str]]:
         ("vllm", vllm_line),
         ("torch (vLLM env)", vllm.torch or "not installed"),
         ("transformers (vLLM env)", vllm.transformers or "not installed"),
-        ("gpus", f"{platform_name}: " + (", ".join(f"{g.index}: {g.name}" for g in devices) or "none visible")),
+        ("gpus", "none visible (no ROCm or CUDA device; vLLM's CPU build still runs)" if platform_name == "none"
+         else f"{platform_name}: " + (", ".join(f"{g.index}: {g.name}" for g in devices) or "devices present, names unknown")),
         ("demo gguf", gguf),
     ]
     for model in demo.ALL:
