@@ -5,11 +5,11 @@ import sys
 from workbench import cli
 
 
-def _gui(db: str | None) -> int:
+def _gui(db: str | None, smoke_test: bool = False) -> int:
     # Qt is imported only here, so `--version`, `--info` and the headless commands never load it.
     from app.main import main as gui_main
 
-    return gui_main(db)
+    return gui_main(db, smoke_test)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
 from app import theme
@@ -257,11 +257,20 @@ def _read_plan_doc(path: Path) -> dict:
     return tomllib.loads(path.read_text())
 
 
-def main(db: str | None = None) -> int:
+def main(db: str | None = None, smoke_test: bool = False) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Draftbench")
     app.setOrganizationName("Draftbench")
+    app.setWindowIcon(QIcon(str(paths.resources_dir() / "icons" / "draftbench.svg")))
     theme.apply()
     window = MainWindow(Path(db) if db else None)
     window.show()
+    if smoke_test:
+        def report() -> None:
+            tabs = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+            print(f"main window: {window.windowTitle()} visible={window.isVisible()} tabs={','.join(tabs)} "
+                  f"commands={window.experiment.commands.toPlainText().count('vllm serve')}", flush=True)
+            app.quit()
+
+        QTimer.singleShot(500, report)
     return app.exec()

@@ -19,7 +19,9 @@ from workbench import paths
 
 
 def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str) -> tuple[str, list[str]]:
-    return sys.executable, ["-m", "app", "run", plan_path, "--db", db_path,
+    # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
+    prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
+    return sys.executable, [*prefix, "run", plan_path, "--db", db_path,
                             "--events", events_path, "--log", log_path, "--own-group"]
 
 

@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gui", help="open the desktop app (the default)")
     g.add_argument("--db", help="results database to open")
+    g.add_argument("--smoke-test", action="store_true",
+                   help="open the main window, print what it shows, and quit (for packaging checks)")
 
     sub.add_parser("doctor", help="versions, vLLM, GPUs, demo model and paths; never starts Qt")
 
@@ -66,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None, gui: Callable[[str | None], int] | None = None) -> int:
+def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] | None = None) -> int:
     """`gui` opens the desktop app; it is handed in by the app package, so this core never
     imports Qt (without it, the headless commands still work)."""
     args = _parser().parse_args(argv)
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None], int] | None 
         if args.command in (None, "gui"):
             if gui is None:
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
-            return gui(getattr(args, "db", None))
+            return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench}[args.command](args)
     except CliError as exc:

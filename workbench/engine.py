@@ -71,8 +71,11 @@ class VllmInstall:
 
 
 def default_python() -> str:
-    """The interpreter that runs vLLM: DRAFTBENCH_VLLM_PYTHON, else this one."""
-    return os.environ.get("DRAFTBENCH_VLLM_PYTHON") or sys.executable
+    """The interpreter that runs vLLM: DRAFTBENCH_VLLM_PYTHON, else this one (in the desktop
+    bundle, which has no Python of its own to offer, the `python3` on PATH)."""
+    if os.environ.get("DRAFTBENCH_VLLM_PYTHON"):
+        return os.environ["DRAFTBENCH_VLLM_PYTHON"]
+    return "python3" if getattr(sys, "frozen", False) else sys.executable
 
 
 def probe(python: str | None = None) -> VllmInstall:
