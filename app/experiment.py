@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 from PySide6.QtCore import Qt
 
 from app import theme
-from workbench import engine, launch, methods, plan, workloads
+from workbench import datasets, engine, launch, methods, plan, workloads
 
 METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
 
@@ -152,13 +152,14 @@ class ExperimentPage(QWidget):
         self.workloads = QListWidget()
         self.workloads.setToolTip("Prompt sets; each is run at every concurrency")
         for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
-                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()]:
+                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
+                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()]:
             item = QListWidgetItem(label)
             item.setData(Qt.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
             item.setCheckState(Qt.Unchecked)
             self.workloads.addItem(item)
-        self.workloads.setMaximumHeight(130)
+        self.workloads.setMaximumHeight(190)
         add_file = QPushButton("Add prompt file…")
         add_file.clicked.connect(self._add_workload_file)
         self.concurrency = QLineEdit()

@@ -52,6 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--db", default=None)
     s.add_argument("--experiment", type=int, help="experiment id for the table")
     s.add_argument("--json", action="store_true")
+    wl = sub.add_parser("workloads", help="the prompt sets: list them, or show one's prompts")
+    wl_sub = wl.add_subparsers(dest="workloads_command", metavar="list|show", required=True)
+    wl_sub.add_parser("list", help="built-in families and the benchmark datasets")
+    ws = wl_sub.add_parser("show", help="the prompts a workload sends, in order")
+    ws.add_argument("name", help="builtin, builtin:FAMILY, gsm8k|math500|humaneval|mbpp[:PATH], or a file")
+    ws.add_argument("--limit", type=int, default=10, help="how many prompts (0 = all)")
+    ws.add_argument("--json", action="store_true")
+
     ib = sub.add_parser("import-bench", help="store a `vllm bench serve --save-result` JSON file as a run")
     ib.add_argument("file")
     ib.add_argument("--db", default=None)
@@ -80,7 +88,8 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
-                "import-bench": _import_bench, "export-bench": _export_bench}[args.command](args)
+                "import-bench": _import_bench, "export-bench": _export_bench,
+                "workloads": _workloads}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -167,6 +176,29 @@ def _run(args) -> int:
         r.cancel_running()
         return 130
     return 0 if summary["failed"] == 0 else 1
+
+
+def _workloads(args) -> int:
+    from workbench import datasets, workloads
+
+    if args.workloads_command == "list":
+        rows = [[workloads.BUILTIN, "built-in", "all four families", "48 prompts written for Draftbench"]]
+        rows += [[f"{workloads.BUILTIN}:{k}", "built-in", k, v] for k, v in workloads.FAMILIES.items()]
+        rows += [[d["name"], "benchmark", d["family"], d["repo"]] for d in datasets.describe()]
+        print(_table(["name", "kind", "family", "source"], rows))
+        return 0
+    try:
+        prompts = workloads.load(args.name, Path.cwd())
+    except workloads.WorkloadError as exc:
+        raise CliError(str(exc)) from None
+    shown = prompts if args.limit == 0 else prompts[: args.limit]
+    if args.json:
+        print(json.dumps([{"id": p.id, "family": p.family, "prompt": p.text} for p in shown], indent=1))
+        return 0
+    print(f"{len(prompts)} prompts in {args.name}")
+    for p in shown:
+        print(f"\n[{p.id}] ({p.family})\n{p.text}")
+    return 0
 
 
 def _import_bench(args) -> int:

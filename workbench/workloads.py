@@ -64,6 +64,15 @@ def _read_parquet(path: Path) -> list[dict]:
         raise WorkloadError(f"{path.name} is not a readable parquet file ({type(exc).__name__})") from None
 
 
+def read_rows(path: Path) -> list[dict]:
+    """Rows of a .parquet or .jsonl/.json file."""
+    if path.suffix == ".parquet":
+        return _read_parquet(path)
+    if path.suffix in (".jsonl", ".json"):
+        return _read_jsonl(path)
+    raise WorkloadError(f"{path.name} must be .jsonl or .parquet")
+
+
 def _from_rows(rows: list[dict], source: str, family: str) -> list[Prompt]:
     if not rows:
         raise WorkloadError(f"{source} holds no prompts")
@@ -87,7 +96,12 @@ def _file(name: str, base: Path | None) -> Path:
 
 
 def load(name: str, base: Path | None = None) -> list[Prompt]:
-    """`builtin`, `builtin:FAMILY`, or a .jsonl/.parquet file with a prompt column."""
+    """`builtin`, `builtin:FAMILY`, a benchmark (`gsm8k`, `math500`, `humaneval`, `mbpp`, or
+    `NAME:PATH` for a local copy), or a .jsonl/.parquet file with a prompt column."""
+    from workbench import datasets
+
+    if name.partition(":")[0] in datasets.DATASETS:
+        return datasets.load(name, base)
     if name == BUILTIN or name.startswith(BUILTIN + ":"):
         prompts = _from_rows(_read_jsonl(builtin_path()), "the built-in set", "")
         if ":" in name:
@@ -98,18 +112,18 @@ def load(name: str, base: Path | None = None) -> list[Prompt]:
         return prompts
     path = _file(name, base)
     if not path.is_file():
-        raise WorkloadError(f"workload {name!r} is neither `builtin[:family]` nor an existing file")
-    if path.suffix == ".parquet":
-        return _from_rows(_read_parquet(path), path.name, path.stem)
-    if path.suffix in (".jsonl", ".json"):
-        return _from_rows(_read_jsonl(path), path.name, path.stem)
-    raise WorkloadError(f"workload file {path.name} must be .jsonl or .parquet")
+        raise WorkloadError(f"workload {name!r} is neither `builtin[:family]`, a benchmark "
+                            "(gsm8k, math500, humaneval, mbpp) nor an existing file")
+    return _from_rows(read_rows(path), path.name, path.stem)
 
 
 def check(name: str, base: Path | None = None) -> None:
     """Validate a workload name, converting its error to a plan error."""
+    from workbench import datasets
     from workbench.plan import PlanError
 
+    if name in datasets.DATASETS:
+        return  # fetched from the Hub (or its cache) when the run starts, not on every validation
     try:
         load(name, base)
     except WorkloadError as exc:
