@@ -24,7 +24,19 @@ CHARTS = {
             "Mean acceptance length = 1 + accepted / drafts"),
     "concurrency": ("Speedup against concurrency", "speedup (x baseline)", "concurrency (requests in flight)",
                     "Where speculation stops paying: speedup at each concurrency, 1.0 = baseline"),
+    "by_category": ("MAL by prompt category", "MAL (tokens / step)", "prompt category",
+                    "Per-request attribution (vLLM's per-request spec-decode metrics): 1 + accepted / drafts "
+                    "summed over the requests of each category"),
+    "by_prompt_length": ("MAL against prompt length", "MAL (tokens / step)", "prompt length (tokens, bin start)",
+                         "Per-request attribution: MAL of the requests whose prompt length falls in each bin"),
 }
+
+
+SHORT = {"math_word": "math words", "competition_math": "comp. math", "function_completion": "functions",
+         "programming_task": "prog. tasks"}
+EMPTY = {"concurrency": "needs runs at two or more concurrencies",
+         "by_category": "needs runs with per-request spec-decode metrics",
+         "by_prompt_length": "needs runs with per-request spec-decode metrics"}
 
 
 def _series(rows: list[dict]) -> dict[str, list[dict]]:
@@ -56,6 +68,8 @@ def _line(w: pg.PlotWidget, i: int, x, y, name: str, ci=None) -> None:
 
 def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
     w.clear()
+    if name in EMPTY and not data.get(name):
+        w.addItem(pg.TextItem(EMPTY[name], color="#888888", anchor=(0.5, 0.5)))
     if name == "per_position":
         for i, (series, rows) in enumerate(_series(data["per_position"]).items()):
             _line(w, i, [r["position"] for r in rows], [r["acceptance"] for r in rows], series)
@@ -74,6 +88,20 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
         key = "efficiency" if name == "efficiency" else "mal"
         for i, (series, rows) in enumerate(_series(data["efficiency"]).items()):
             _line(w, i, [r["n"] for r in rows], [r[key] if r[key] is not None else np.nan for r in rows], series)
+    elif name == "by_category":
+        categories = sorted({r["category"] for r in data.get("by_category", [])})
+        axis = w.getAxis("bottom")
+        axis.setTicks([[(i + 1, SHORT.get(c, c)) for i, c in enumerate(categories)]])
+        series = _series(data.get("by_category", []))
+        width = 0.8 / max(1, len(series))
+        for i, (name_, rows) in enumerate(series.items()):
+            xs = [categories.index(r["category"]) + 1 - 0.4 + width * (i + 0.5) for r in rows]
+            w.addItem(pg.BarGraphItem(x=xs, height=[r["mal"] for r in rows], width=width * 0.9,
+                                      brush=theme.color(i)))
+            w.plot([], [], name=name_, pen=None, symbol="s", symbolBrush=theme.color(i))
+    elif name == "by_prompt_length":
+        for i, (series, rows) in enumerate(_series(data.get("by_prompt_length", [])).items()):
+            _line(w, i, [r["prompt_tokens_from"] for r in rows], [r["mal"] for r in rows], series)
     elif name == "concurrency":
         for i, (series, rows) in enumerate(_series(data["concurrency"]).items()):
             _line(w, i, [r["concurrency"] for r in rows], [r["speedup"] for r in rows], series,

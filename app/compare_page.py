@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import charts as chartlib
-from app.exports import CHART_NAMES, DATA_OF, write_report
+from app.exports import CHART_NAMES, DATA_OF, all_data, write_report
 from app.runs_model import RowsModel
 from workbench import compare, report
 
@@ -63,8 +63,8 @@ class ComparePage(QWidget):
         self.title.setWordWrap(True)
         self.plots = {name: chartlib.new_plot(name) for name in CHART_NAMES}
         grid = QGridLayout()
-        for i, name in enumerate(("per_position", "throughput", "efficiency", "mal", "concurrency")):
-            grid.addWidget(self.plots[name], i // 3, i % 3)
+        for i, name in enumerate(CHART_NAMES):
+            grid.addWidget(self.plots[name], i // 4, i % 4)
         self.table_model = SpeedupModel(self)
         self.table = QTableView()
         self.table.setModel(self.table_model)
@@ -99,10 +99,10 @@ class ComparePage(QWidget):
         layout.addLayout(bar)
         layout.addWidget(split, 1)
 
-    def set_runs(self, rows: list[dict]) -> None:
+    def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
         self.rows = rows
-        cs = compare.configs(rows)
-        self.data = compare.chart_data(cs)
+        self.db_path = db_path
+        cs, self.data = all_data(rows, db_path)
         for name, plot in self.plots.items():
             chartlib.draw(plot, name, self.data)
         self.table_model.set_rows(compare.speedup_table(cs))
@@ -143,6 +143,6 @@ class ComparePage(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Save report", "draftbench-report.html", "HTML (*.html)")
         if path:
             try:
-                write_report(self.rows, Path(path), f"Draftbench comparison: {len(self.rows)} runs")
+                write_report(self.rows, Path(path), f"Draftbench comparison: {len(self.rows)} runs", self.db_path)
             except OSError as exc:
                 QMessageBox.warning(self, "Report", str(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import tomllib
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from PySide6.QtWidgets import (
 from PySide6.QtCore import Qt
 
 from app import theme
-from workbench import datasets, engine, launch, methods, plan, workloads
+from workbench import datasets, engine, launch, methods, plan, sanity, store, workloads
 
 METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
 
@@ -119,6 +120,7 @@ class ExperimentPage(QWidget):
         super().__init__(parent)
         self.vllm = vllm
         self.modules = modules
+        self.db_path: Path | None = None  # for warnings about runs already in the results database
         self.plan_path: Path | None = None
         self.current: plan.Plan | None = None
         self.running = False
@@ -153,7 +155,8 @@ class ExperimentPage(QWidget):
         self.workloads.setToolTip("Prompt sets; each is run at every concurrency")
         for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
                 [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
-                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()]:
+                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()] + \
+                [(workloads.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
             item = QListWidgetItem(label)
             item.setData(Qt.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
@@ -174,6 +177,9 @@ class ExperimentPage(QWidget):
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
         self.temperature.setToolTip("Sampling temperature, always sent explicitly: acceptance depends on it")
         self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2)
+        self.ignore_eos = QCheckBox("ignore EOS (forces every answer to max tokens)")
+        self.ignore_eos.setToolTip("Generation continues past the end of each answer: output lengths become fixed, "
+                                   "but drafting padding text distorts acceptance")
 
         form = QFormLayout()
         form.addRow("Name", self.name)
@@ -195,6 +201,7 @@ class ExperimentPage(QWidget):
         wf.addRow("Repeats", self.repeats)
         wf.addRow("Temperature", self.temperature)
         wf.addRow("top-p", self.top_p)
+        wf.addRow("", self.ignore_eos)
 
         form_widget = QWidget()
         fl = QVBoxLayout(form_widget)
@@ -240,6 +247,7 @@ class ExperimentPage(QWidget):
             w.valueChanged.connect(self.validate_timer.start)
         self.dtype.currentIndexChanged.connect(self.validate_timer.start)
         self.enforce_eager.toggled.connect(self.validate_timer.start)
+        self.ignore_eos.toggled.connect(self.validate_timer.start)
         self.workloads.itemChanged.connect(self.validate_timer.start)
 
     # --- form <-> plan document -----------------------------------------------------------------
@@ -302,6 +310,7 @@ class ExperimentPage(QWidget):
         self.warmup.setValue(int(w.get("warmup", 2)))
         self.temperature.setValue(float(w.get("temperature", 0.0)))
         self.top_p.setValue(float(w.get("top_p", 1.0)))
+        self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
         self._server = doc.get("server", {})
         self._extra_args = t.get("extra_args")
         self.validate()
@@ -324,6 +333,7 @@ class ExperimentPage(QWidget):
                 "num_prompts": self.num_prompts.value(), "max_tokens": self.max_tokens.value(),
                 "warmup": self.warmup.value(), "repeats": self.repeats.value(),
                 "temperature": round(self.temperature.value(), 4), "top_p": round(self.top_p.value(), 4),
+                **({"ignore_eos": True} if self.ignore_eos.isChecked() else {}),
             },
         }
         if getattr(self, "_server", None):
@@ -384,10 +394,25 @@ class ExperimentPage(QWidget):
         where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
                  else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
         skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
-        self.status.setText(f"{len(p.runs)} runs on {len(p.servers())} server launches · {where}{skipped}")
+        existing = self._existing_db()
+        try:
+            self.warnings = sanity.for_plan(p, existing)
+        finally:
+            if existing is not None:
+                existing.conn.close()
+        warned = "".join(f"<br><span style='color:#E69F00'>⚠ {html.escape(w)}</span>" for w in self.warnings)
+        self.status.setText(f"{len(p.runs)} runs on {len(p.servers())} server launches · {where}{skipped}{warned}")
         self.current = p
         self.run_button.setEnabled(self.vllm.found and not self.running)
         return p
+
+    def _existing_db(self):
+        if self.db_path is None or not self.db_path.exists():
+            return None
+        try:
+            return store.open_db(self.db_path, readonly=True)
+        except store.StoreError:
+            return None
 
     def request_run(self) -> None:
         p = self.validate()

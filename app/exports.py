@@ -10,9 +10,24 @@ from pathlib import Path
 
 from workbench import compare, paths, report, store
 
-CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "concurrency")
+CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "concurrency", "by_category", "by_prompt_length")
 DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
-           "mal": "efficiency", "concurrency": "concurrency"}
+           "mal": "efficiency", "concurrency": "concurrency", "by_category": "by_category",
+           "by_prompt_length": "by_prompt_length"}
+
+
+def all_data(rows: list[dict], db_path: str | Path | None) -> tuple[list, dict]:
+    """Configurations and every chart's data, per-request attribution included when the database is known."""
+    cs = compare.configs(rows)
+    data = compare.chart_data(cs)
+    data.update({"by_category": [], "by_prompt_length": []})
+    if db_path is not None and Path(db_path).exists():
+        db = store.open_db(db_path, readonly=True)
+        try:
+            data.update(compare.request_data(db, [r["id"] for r in rows if r["status"] == "completed"]))
+        finally:
+            db.conn.close()
+    return cs, data
 
 
 class ExportError(Exception):
@@ -60,13 +75,12 @@ def _app():
 
 
 def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str],
-               width: int, height: int, dpi: int) -> list[Path]:
+               width: int, height: int, dpi: int, db_path: str | Path | None = None) -> list[Path]:
     from app import charts as chartlib
 
     _app()
     out.mkdir(parents=True, exist_ok=True)
-    cs = compare.configs(rows)
-    data = compare.chart_data(cs)
+    cs, data = all_data(rows, db_path)
     written: list[Path] = []
     for name in charts:
         for fmt in formats:
@@ -90,12 +104,11 @@ def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str
     return written
 
 
-def write_report(rows: list[dict], path: Path, title: str) -> Path:
+def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path | None = None) -> Path:
     from app import charts as chartlib
 
     _app()
-    cs = compare.configs(rows)
-    data = compare.chart_data(cs)
+    cs, data = all_data(rows, db_path)
     svgs = []
     for name in CHART_NAMES:
         if not data[DATA_OF[name]]:
@@ -145,11 +158,11 @@ def main(argv: list[str]) -> int:
                 raise ExportError(f"unknown chart; choose from all, {', '.join(CHART_NAMES)}")
             if not (16 <= args.width <= 20000 and 16 <= args.height <= 20000 and 30 <= args.dpi <= 2400):
                 raise ExportError("width and height must be 16..20000 pixels and dpi 30..2400")
-            for path in export_all(rows, Path(args.out), formats, names, args.width, args.height, args.dpi):
+            for path in export_all(rows, Path(args.out), formats, names, args.width, args.height, args.dpi, args.db):
                 print(path)
         else:
             title = args.title or f"Draftbench report: {len(rows)} runs"
-            print(write_report(rows, Path(args.out), title))
+            print(write_report(rows, Path(args.out), title, args.db))
     except (ExportError, OSError, ValueError) as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2

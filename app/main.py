@@ -147,6 +147,8 @@ class MainWindow(QMainWindow):
                 QMessageBox.warning(self, "Open results database", str(exc))
                 return
         self.db_path = path
+        self.experiment.db_path = path
+        self.experiment.validate()
         self.settings.setValue("db/last", str(path))
         recent = [str(path)] + [p for p in (self.settings.value("db/recent", [], type=list) or []) if p != str(path)]
         self.settings.setValue("db/recent", recent[:MAX_RECENT])
@@ -159,7 +161,7 @@ class MainWindow(QMainWindow):
         self.history.load(self.db_path)
 
     def compare_runs(self, rows: list[dict]) -> None:
-        self.compare.set_runs(rows)
+        self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
 
     def open_run(self, run_id: int) -> None:

@@ -76,14 +76,20 @@ def test_export_and_report_from_the_cli_without_a_display(sweep_db, tmp_path):
     assert bad.returncode == 2 and "unknown format 'gif'" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_compare_page_draws_the_runs(qtbot, qtmodeltester, rows, tmp_path):
+def test_compare_page_draws_the_runs(qtbot, qtmodeltester, rows, sweep_db, tmp_path):
     page = ComparePage()
     qtbot.addWidget(page)
-    page.set_runs(rows)
+    page.set_runs(rows, sweep_db[0])
+    # Per-request attribution: one bar series per speculative configuration, over the four families.
+    bars = [i for i in page.plots["by_category"].getPlotItem().items if type(i).__name__ == "BarGraphItem"]
+    assert len(bars) == 2
+    assert {r["category"] for r in page.data["by_category"]} <= {"math_word", "competition_math",
+                                                                 "function_completion", "programming_task"}
+    assert page.plots["by_prompt_length"].getPlotItem().listDataItems()
     qtmodeltester.check(page.table_model)
     assert page.table_model.rowCount() == 2
     curves = [item for item in page.plots["per_position"].getPlotItem().listDataItems()]
     assert len(curves) == 2
     assert page.plots["throughput"].getPlotItem().listDataItems()
     written = page.export_to(tmp_path)
-    assert len(written) == 5 * 5 and all(p.stat().st_size > 0 for p in written)
+    assert len(written) == 7 * 5 and all(p.stat().st_size > 0 for p in written)

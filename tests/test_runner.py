@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLAN
-from workbench import launch, store
+from workbench import compare, launch, store
 
 
 def test_sweep_completes_every_run(sweep_db):
@@ -43,10 +43,23 @@ def test_stored_figures_follow_vllms_definitions(sweep_db):
         assert r["mal"] == pytest.approx(1 + sum(per_pos), abs=1e-12)
         assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["draft_tokens"])
         assert r["draft_tokens"] == n * r["drafts"]
-        # vLLM's per-request attribution of the same requests adds up to the same counters.
+        # vLLM's per-request attribution of the same requests adds up to the same counters: the
+        # steps, the accepted tokens, and position by position through each request's histogram.
         spec = db.execute("SELECT sum(spec_drafts), sum(spec_accepted) FROM requests WHERE run_id = ?",
                           [r["id"]]).fetchone()
         assert tuple(spec) == (r["drafts"], r["accepted"])
+        per_request = db.execute("SELECT spec_histogram, category, spec_drafts FROM requests WHERE run_id = ?",
+                                 [r["id"]]).fetchall()
+        summed = [0.0] * n
+        for histogram, category, steps in per_request:
+            survival = compare.survival_from_histogram(json.loads(histogram))
+            assert category in ("math_word", "competition_math", "function_completion", "programming_task")
+            for i, p in enumerate(survival):
+                summed[i] += p * steps
+        assert summed == pytest.approx([a for _, a, _ in final])
+        by_category = compare.request_data(db, [r["id"]])["by_category"]
+        assert sum(c["requests_steps"] for c in by_category) == r["drafts"]
+        assert r["prompt_template"].startswith("{prompt}") and json.loads(r["warnings"]) == []
     for r in rows.values():
         assert r["status"] == "completed" and r["requests_ok"] == 6 and r["requests_failed"] == 0
         client = db.execute("SELECT sum(output_tokens) FROM requests WHERE run_id = ?", [r["id"]]).fetchone()[0]

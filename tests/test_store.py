@@ -20,6 +20,8 @@ def test_version_1_is_migrated_without_losing_rows(tmp_path):
     # Turn it back into what version 1 wrote: no sweeps table, no acceptance column.
     db.execute("DROP TABLE sweeps")
     db["positions"].transform(drop={"acceptance"})
+    db["requests"].transform(drop={"category"})
+    db["runs"].transform(drop={"prompt_template", "ignore_eos", "warnings"})
     db["meta"].upsert({"key": "schema_version", "value": "1"}, pk="key")
     exp = store.experiment_for(db, "e", "h", "", "", {})
     run = db["runs"].insert({"experiment_id": exp, "key": "k", "status": "completed", "mal": 2.5}).last_pk
@@ -27,9 +29,10 @@ def test_version_1_is_migrated_without_losing_rows(tmp_path):
     db.conn.commit()
     db.conn.close()
     db = store.open_db(path)
-    assert store.schema_version(db) == 2
+    assert store.schema_version(db) == store.SCHEMA_VERSION
     assert store.run(db, run)["mal"] == 2.5
     assert "acceptance" in db["positions"].columns_dict and db["positions"].count == 1
+    assert "category" in db["requests"].columns_dict and "warnings" in db["runs"].columns_dict
 
 
 def test_newer_schema_is_refused(tmp_path):

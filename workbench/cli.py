@@ -136,11 +136,23 @@ def _run(args) -> int:
     from workbench import demo, engine, launch, plan, runner, store
 
     vllm = engine.probe(args.vllm_python)
-    modules = engine.optional_modules(vllm)
+    # A dry run shows every launch, including methods whose package the vLLM environment lacks.
+    modules = None if args.dry_run else engine.optional_modules(vllm)
     try:
         p = plan.load(args.plan, available_modules=modules)
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
+    from workbench import sanity
+
+    existing = None
+    db_path = Path(args.db or paths.default_db())
+    if db_path.exists():
+        try:
+            existing = store.open_db(db_path, readonly=True)
+        except store.StoreError as exc:
+            raise CliError(str(exc)) from None
+    for warning in sanity.for_plan(p, existing):
+        print(f"draftbench: warning: {warning}", file=sys.stderr)
     if args.dry_run:
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))

@@ -185,3 +185,47 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
                    if len(by_conc[(c.method, c.n, c.workload)]) > 1]
     return {"per_position": per_position, "throughput": throughput, "efficiency": efficiency,
             "concurrency": concurrency}
+
+
+def survival_from_histogram(histogram: list[int]) -> list[float] | None:
+    """A request's per-position acceptance from vLLM's acceptance histogram (hist[k] = steps that
+    accepted exactly k draft tokens): p[i] = steps that accepted more than i / all steps."""
+    steps = sum(histogram)
+    if not steps:
+        return None
+    return [sum(histogram[i + 1:]) / steps for i in range(len(histogram) - 1)]
+
+
+def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
+    """Per-request attribution (vLLM's per-request spec-decode metrics) for the chosen runs:
+    acceptance by prompt category, and MAL against prompt length in quantile bins. Totals are
+    request-weighted: sums of accepted and drafts over the requests, as the counters are."""
+    if not run_ids:
+        return {"by_category": [], "by_prompt_length": []}
+    marks = ",".join("?" * len(run_ids))
+    rows = db.execute(
+        f"SELECT r.method, r.n, r.concurrency, q.category, q.prompt_tokens, q.spec_drafts, q.spec_accepted, "
+        f"q.spec_draft_tokens FROM requests q JOIN runs r ON r.id = q.run_id WHERE q.run_id IN ({marks}) "
+        f"AND q.ok = 1 AND q.spec_drafts > 0", list(run_ids)).fetchall()
+    by_cat: dict[tuple, list[float]] = {}
+    for method, n, conc, category, _, drafts, accepted, drafted in rows:
+        acc = by_cat.setdefault((f"{method} N={n} · c={conc}", category or "?"), [0.0, 0.0, 0.0])
+        acc[0] += drafts
+        acc[1] += accepted
+        acc[2] += drafted
+    by_category = [{"series": s, "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None,
+                    "requests_steps": d} for (s, c), (d, a, t) in sorted(by_cat.items())]
+    lengths = sorted(r[4] for r in rows if r[4])
+    by_length: list[dict] = []
+    if lengths:
+        edges = sorted({lengths[min(len(lengths) - 1, int(len(lengths) * q / bins))] for q in range(bins)} | {lengths[-1] + 1})
+        groups: dict[tuple, list[float]] = {}
+        for method, n, conc, _, tokens, drafts, accepted, _ in rows:
+            if not tokens:
+                continue
+            low = max(e for e in edges if e <= tokens)
+            acc = groups.setdefault((f"{method} N={n} · c={conc}", low), [0.0, 0.0])
+            acc[0] += drafts
+            acc[1] += accepted
+        by_length = [{"series": s, "prompt_tokens_from": low, "mal": 1 + a / d} for (s, low), (d, a) in sorted(groups.items())]
+    return {"by_category": by_category, "by_prompt_length": by_length}

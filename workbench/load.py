@@ -19,6 +19,7 @@ class RequestResult:
     idx: int
     prompt_id: str
     start: float
+    category: str | None = None
     ok: bool = False
     error: str | None = None
     prompt_tokens: int = 0
@@ -33,7 +34,7 @@ class RequestResult:
         gaps = self.chunk_gaps_ms
         spec = self.spec or {}
         return {
-            "run_id": run_id, "idx": self.idx, "prompt_id": self.prompt_id,
+            "run_id": run_id, "idx": self.idx, "prompt_id": self.prompt_id, "category": self.category,
             "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
             "ttft_ms": self.ttft_ms, "itl_mean_ms": sum(gaps) / len(gaps) if gaps else None,
             "itl_max_ms": max(gaps) if gaps else None, "latency_ms": self.latency_ms,
@@ -52,6 +53,7 @@ class Sampling:
     max_tokens: int
     temperature: float
     top_p: float = 1.0
+    ignore_eos: bool = False
 
 
 def chat_body(model: str, prompt: Prompt, sampling: Sampling) -> dict:
@@ -64,12 +66,14 @@ def chat_body(model: str, prompt: Prompt, sampling: Sampling) -> dict:
         "top_p": sampling.top_p,
         "stream": True,
         "stream_options": {"include_usage": True},
+        **({"ignore_eos": True} if sampling.ignore_eos else {}),
     }
 
 
-async def one_request(client: httpx.AsyncClient, url: str, body: dict, idx: int, prompt_id: str) -> RequestResult:
+async def one_request(client: httpx.AsyncClient, url: str, body: dict, idx: int, prompt_id: str,
+                      category: str | None = None) -> RequestResult:
     start = time.perf_counter()
-    result = RequestResult(idx, prompt_id, time.time())
+    result = RequestResult(idx, prompt_id, time.time(), category)
     last = None
     try:
         async with client.stream("POST", url, json=body) as response:
@@ -128,7 +132,7 @@ async def generate(base_url: str, api_key: str, model: str, prompts: list[Prompt
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits, headers=headers) as client:
         async def send(i: int, prompt: Prompt) -> None:
             async with gate:
-                r = await one_request(client, url, chat_body(model, prompt, sampling), i, prompt.id)
+                r = await one_request(client, url, chat_body(model, prompt, sampling), i, prompt.id, prompt.family)
             results.append(r)
             if on_result:
                 on_result(r)

@@ -54,10 +54,14 @@ class Run:
     temperature: float
     top_p: float
     warmup: int
+    ignore_eos: bool = False
 
     @property
     def key(self) -> str:
-        return _hash(asdict(self))
+        fields = asdict(self)
+        if not self.ignore_eos:
+            del fields["ignore_eos"]  # keeps the keys of plans written before the option existed
+        return _hash(fields)
 
     @property
     def label(self) -> str:
@@ -187,6 +191,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     names = _list(w.get("names", ["builtin"]), "workload.names", str)
     for name in names:
         workloads.check(name, base)
+    names = [workloads.resolve(name, base) for name in names]
+    ignore_eos = w.get("ignore_eos", False)
+    if not isinstance(ignore_eos, bool):
+        raise PlanError("workload.ignore_eos must be true or false")
     concurrency = _list(w.get("concurrency", [1]), "workload.concurrency")
     if any(c < 1 or c > 4096 for c in concurrency):
         raise PlanError(f"workload.concurrency values must be between 1 and 4096, not {concurrency}")
@@ -252,6 +260,6 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
             for c in concurrency:
                 for rep in range(1, repeats + 1):
                     runs.append(Run(server, workload, c, request_rate, rep, num_prompts,
-                                    max_tokens, float(temperature), float(top_p), warmup))
+                                    max_tokens, float(temperature), float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
     return Plan(name, text, path, runs, float(health_timeout), skipped)

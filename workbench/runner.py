@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Callable
 
-from workbench import engine, gpus, launch, load, metrics, store, workloads
+from workbench import engine, gpus, launch, load, metrics, sanity, store, workloads
 from workbench.plan import Plan, Run, Server
 
 import httpx
@@ -113,6 +113,7 @@ class Runner:
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self) -> tuple[int, dict[str, int]]:
         host = host_info()
+        self.warnings = sanity.for_runs(self.plan, self.db)
         exp_id = store.experiment_for(self.db, self.plan.name, self.plan.hash, self.plan.text,
                                       self.plan.path, host)
         ids: dict[str, int] = {}
@@ -140,7 +141,8 @@ class Runner:
             "options": json.dumps(dict(s.options)), "workload": r.workload,
             "concurrency": r.concurrency, "request_rate": r.request_rate, "repeat": r.repeat,
             "num_prompts": r.num_prompts, "max_tokens": r.max_tokens, "temperature": r.temperature,
-            "top_p": r.top_p, "warmup": r.warmup, "status": "pending",
+            "top_p": r.top_p, "warmup": r.warmup, "status": "pending", "ignore_eos": int(r.ignore_eos),
+            "prompt_template": workloads.template(r.workload), "warnings": json.dumps(self.warnings[r.key]),
             "command": spec.command.replace("--port 0", "--port PORT"),
             "env": json.dumps(spec.env), "vllm_version": self.vllm.version,
             "torch_version": self.vllm.torch, "host": json.dumps(host),
@@ -190,7 +192,8 @@ class Runner:
                 "events_path": self.events_path, "started": t0, "heartbeat": t0, "status": "running",
                 "runs_total": len(self.plan.runs), "runs_pending": len(pending)}).last_pk
         self.emit({"event": "sweep_started", "experiment": exp_id, "db": str(self.db_path),
-                   "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped})
+                   "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped,
+                   "warnings": sanity.for_plan(self.plan, self.db)})
         done = 0
         for server, runs in self.plan.servers():
             todo = [r for r in runs if status[ids[r.key]] != "completed"]
@@ -268,11 +271,17 @@ class Runner:
 
     async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
         prompts = workloads.sample(workloads.load(r.workload), r.num_prompts, seed=r.repeat)
-        sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p)
+        sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
         metrics_url = base + "/metrics"
+        seen_before = any(p.id in seen for p in prompts)
+        update = {"prompts_seen_before": int(seen_before)}
+        if seen_before and r.server.method == "suffix":
+            stored = json.loads(self.db["runs"].get(run_id)["warnings"] or "[]")
+            if sanity.SUFFIX_REUSE not in stored:
+                update["warnings"] = json.dumps(stored + [sanity.SUFFIX_REUSE])
         with self.db.conn:
-            self.db["runs"].update(run_id, {"prompts_seen_before": int(any(p.id in seen for p in prompts))})
+            self.db["runs"].update(run_id, update)
         if r.warmup:
             warm = await load.generate(base, key, name, [WARMUP_PROMPT] * r.warmup, sampling,
                                        min(r.warmup, r.concurrency))

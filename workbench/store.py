@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 RUN_COLUMNS = {
     "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
@@ -79,7 +79,16 @@ def _v2(db: sqlite_utils.Database) -> None:
     }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
 
 
-MIGRATIONS = {1: _v1, 2: _v2}
+def _v3(db: sqlite_utils.Database) -> None:
+    # Per-request attribution by prompt category, the exact prompt template of a run, the
+    # workload's output-length policy, and the sanity warnings shown before the sweep.
+    for table, column, kind in (("requests", "category", str), ("runs", "prompt_template", str),
+                                ("runs", "ignore_eos", int), ("runs", "warnings", str)):
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, kind)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
 
 
 def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:

@@ -30,6 +30,32 @@ class Prompt:
     text: str
 
 
+RANDOM = "random"
+# A fixed word list: random-word prompts stand in for `vllm bench serve`'s random-token datasets.
+_WORDS = ("alpha bravo cobalt delta ember falcon garnet harbor indigo jasper kernel lumen matrix nectar "
+          "onyx prism quartz raven sierra tundra umber vector willow xenon yonder zephyr").split()
+
+
+def random_prompts(count: int = 64, words: int = 48, seed: int = 0) -> list[Prompt]:
+    rng = random.Random(seed)
+    return [Prompt(f"random-{i}", "random", " ".join(rng.choice(_WORDS) for _ in range(words)))
+            for i in range(count)]
+
+
+def template(name: str) -> str:
+    """How the workload's rows become user messages (stored with every run)."""
+    from workbench import datasets
+
+    key = name.partition(":")[0]
+    if key in datasets.DATASETS:
+        return datasets.DATASETS[key].template
+    if key == RANDOM:
+        return "random words from a fixed list of 26 (no task: acceptance is not representative)"
+    if key == BUILTIN:
+        return "{prompt} (the built-in prompt as written)"
+    return "{prompt} (the file's prompt column as written)"
+
+
 def builtin_path() -> Path:
     return paths.resources_dir() / "prompts" / "builtin.jsonl"
 
@@ -102,6 +128,8 @@ def load(name: str, base: Path | None = None) -> list[Prompt]:
 
     if name.partition(":")[0] in datasets.DATASETS:
         return datasets.load(name, base)
+    if name == RANDOM:
+        return random_prompts()
     if name == BUILTIN or name.startswith(BUILTIN + ":"):
         prompts = _from_rows(_read_jsonl(builtin_path()), "the built-in set", "")
         if ":" in name:
@@ -117,13 +145,25 @@ def load(name: str, base: Path | None = None) -> list[Prompt]:
     return _from_rows(read_rows(path), path.name, path.stem)
 
 
+def resolve(name: str, base: Path | None) -> str:
+    """The workload name with any relative file path made absolute, so runs find it from anywhere."""
+    from workbench import datasets
+
+    key, sep, rest = name.partition(":")
+    if name == BUILTIN or key == BUILTIN or name == RANDOM or name in datasets.DATASETS:
+        return name
+    if key in datasets.DATASETS:
+        return f"{key}:{_file(rest, base).resolve()}"
+    return str(_file(name, base).resolve())
+
+
 def check(name: str, base: Path | None = None) -> None:
     """Validate a workload name, converting its error to a plan error."""
     from workbench import datasets
     from workbench.plan import PlanError
 
-    if name in datasets.DATASETS:
-        return  # fetched from the Hub (or its cache) when the run starts, not on every validation
+    if name in datasets.DATASETS or name == RANDOM:
+        return  # benchmarks are fetched from the Hub (or its cache) when the run starts
     try:
         load(name, base)
     except WorkloadError as exc:
