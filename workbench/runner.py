@@ -109,6 +109,7 @@ class Runner:
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
+        self.experiment_id: int | None = None
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self) -> tuple[int, dict[str, int]]:
@@ -184,6 +185,7 @@ class Runner:
     def run(self) -> dict:
         t0 = time.time()
         exp_id, ids = self._register()
+        self.experiment_id = exp_id
         status = {r["id"]: r["status"] for r in store.runs(self.db, "experiment_id = ?", [exp_id])}
         pending = [r for r in self.plan.runs if status[ids[r.key]] != "completed"]
         with self.db.conn:
@@ -208,6 +210,15 @@ class Runner:
         self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
         return summary
+
+    def cancel_running(self) -> None:
+        """After an interrupt: the run in flight is marked cancelled (redone on the next resume)."""
+        self._flush_logs()
+        with self.db.conn:
+            self.db.execute("UPDATE runs SET status='cancelled', finished=? WHERE status='running' "
+                            "AND experiment_id = ?", [time.time(), self.experiment_id])
+        self._end_sweep("cancelled")
+        self.emit({"event": "sweep_finished", "cancelled": True})
 
     def _end_sweep(self, status: str) -> None:
         if self.sweep_id is not None:
@@ -359,15 +370,3 @@ class Runner:
 
 class RunFailed(Exception):
     pass
-
-
-def _cancel_running(self: Runner) -> None:
-    """After an interrupt: the run in flight is marked cancelled (redone on the next resume)."""
-    self._flush_logs()
-    with self.db.conn:
-        self.db.execute("UPDATE runs SET status='cancelled', finished=? WHERE status='running'", [time.time()])
-    self._end_sweep("cancelled")
-    self.emit({"event": "sweep_finished", "cancelled": True})
-
-
-Runner.cancel_running = _cancel_running
