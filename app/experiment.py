@@ -7,13 +7,12 @@ import tomllib
 from pathlib import Path
 
 import tomli_w
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox,
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
     QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton,
     QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
 )
-from PySide6.QtCore import Qt
 
 from app import theme
 from workbench import datasets, engine, launch, methods, plan, sanity, store, workloads

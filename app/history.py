@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QTableView, QVBoxLayout, QWidget,
 )
 
-from app.runs_model import COLUMNS, SORT_ROLE, RunsModel
+from app.runs_model import SORT_ROLE, RunsModel
 from workbench import store
 
 FILTERS = ("method", "workload", "status", "target")
@@ -165,5 +165,3 @@ class HistoryPage(QWidget):
             QMessageBox.warning(self, "Delete runs", str(exc))
         self.load(self.db_path)
 
-
-__all__ = ["HistoryPage", "COLUMNS"]

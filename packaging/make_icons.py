@@ -15,7 +15,7 @@ SIZES = (16, 32, 48, 64, 128, 256)
 
 
 def main() -> None:
-    app = QGuiApplication(sys.argv[:1])  # noqa: F841  (Qt needs an application to paint)
+    app = QGuiApplication(sys.argv[:1])  # Qt needs an application object to paint
     renderer = QSvgRenderer(str(ICONS / "draftbench.svg"))
     for size in SIZES:
         image = QImage(size, size, QImage.Format_ARGB32)
@@ -25,6 +25,7 @@ def main() -> None:
         painter.end()
         image.save(str(ICONS / f"draftbench-{size}.png"))
     print("wrote", ", ".join(f"draftbench-{s}.png" for s in SIZES))
+    app.quit()
 
 
 if __name__ == "__main__":

@@ -80,7 +80,6 @@ def main() -> None:
     w.show()
     wait(app, lambda: w.isVisible(), 10)
     w.tabs.setCurrentWidget(w.experiment)
-    wait(app, lambda: False, 1) if False else app.processEvents()
     time.sleep(0.5)
     app.processEvents()
     w.grab().save(str(out / "screenshot-experiment.png"))

@@ -2,7 +2,6 @@
 then resume after the runner is SIGKILLed mid-sweep."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -4,7 +4,6 @@ posed as chat prompts the way each benchmark is usually posed."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,4 +111,3 @@ def describe() -> list[dict]:
     return [{"name": d.name, "repo": d.repo, "family": d.family, "template": d.template} for d in DATASETS.values()]
 
 
-__all__ = ["DATASETS", "Dataset", "describe", "fetch", "from_file", "from_rows", "get", "load", "json"]

@@ -169,8 +169,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     served_name = str(target_t.get("served_name") or Path(target).name)
     max_model_len = _number(target_t, "max_model_len", 2048, 64, 10_000_000, "target", integer=True)
     dtype = str(target_t.get("dtype", "auto"))
-    extra_args = tuple(_list(target_t.get("extra_args", []) or [""], "target.extra_args", str)) \
-        if target_t.get("extra_args") else ()
+    extra_args = tuple(_list(target_t["extra_args"], "target.extra_args", str)) if target_t.get("extra_args") else ()
     if any(a.startswith("--speculative-config") or a in ("-sc", "--api-key", "--host", "--port") for a in extra_args):
         raise PlanError("target.extra_args may not set the speculative config, host, port or API key: Draftbench sets those")
     enforce_eager = bool(target_t.get("enforce_eager", False))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import html
-import io
 import json
 import platform
 import time

@@ -110,6 +110,7 @@ class Runner:
         self.events_path = events_path
         self.sweep_id: int | None = None
         self.experiment_id: int | None = None
+        self._prompts: dict[str, list[workloads.Prompt]] = {}  # a benchmark is read (or fetched) once per sweep
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self) -> tuple[int, dict[str, int]]:
@@ -281,7 +282,9 @@ class Runner:
         return metrics.parse(response.text, time.time())
 
     async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
-        prompts = workloads.sample(workloads.load(r.workload), r.num_prompts, seed=r.repeat)
+        if r.workload not in self._prompts:
+            self._prompts[r.workload] = workloads.load(r.workload)
+        prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
         sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
         metrics_url = base + "/metrics"
