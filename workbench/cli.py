@@ -135,11 +135,16 @@ def _run(args) -> int:
         os.dup2(log.fileno(), sys.stderr.fileno())
     from workbench import demo, engine, launch, plan, runner, store
 
-    vllm = engine.probe(args.vllm_python)
-    # A dry run shows every launch, including methods whose package the vLLM environment lacks.
-    modules = None if args.dry_run else engine.optional_modules(vllm)
     try:
-        p = plan.load(args.plan, available_modules=modules)
+        p = plan.load(args.plan)
+        profile = p.runs[0].server.profile if p.runs else None
+        # The interpreter: --vllm-python, else the plan's profile, else the default.
+        vllm = engine.probe(args.vllm_python or (profile.python if profile else None))
+        # A dry run shows every launch, including methods whose package the vLLM environment
+        # lacks; a docker or attached server's packages cannot be asked from here.
+        local = profile is None or profile.kind == "local"
+        if not args.dry_run and local:
+            p = plan.load(args.plan, available_modules=engine.optional_modules(vllm))
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
     from workbench import sanity
@@ -154,12 +159,16 @@ def _run(args) -> int:
     for warning in sanity.for_plan(p, existing):
         print(f"draftbench: warning: {warning}", file=sys.stderr)
     if args.dry_run:
+        from workbench import gpus
+
+        host_platform = gpus.detect()[0]
         for server, runs in p.servers():
-            print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
+            print(launch.prepare(server, vllm, 0, host_platform).command.replace("--port 0", "--port PORT")
+                  .replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
             for r in runs:
                 print(f"    {r.label}")
         return 0
-    if not vllm.found:
+    if local and not vllm.found:
         raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
     if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
