@@ -284,7 +284,7 @@ def _show(args) -> int:
             print(json.dumps(row, indent=1, default=str))
             return 0
         for key, value in analysis.run_summary(db, row):
-            print(f"{key:<22} {value}")
+            print(f"{key:<34} {value}")
         return 0
     exp = args.experiment or (db.execute("SELECT max(id) FROM experiments").fetchone() or [None])[0]
     if exp is None:
@@ -294,8 +294,11 @@ def _show(args) -> int:
         print(json.dumps(table, indent=1))
         return 0
     header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
-    print(_table(header, [[r["method"], r["n"], r["workload"], r["concurrency"], r["status"], r["mal"],
-                           r["acceptance_rate"], r["output_tok_s"], r["speedup"], r["per_position"]] for r in table]))
+    keys = ["method", "n", "workload", "concurrency", "status", "mal", "acceptance_rate", "output_tok_s",
+            "speedup", "per_position"]
+    if any(r["joules_per_token"] for r in table):  # only where GPU power was measured
+        header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
+    print(_table(header, [[r[k] for k in keys] for r in table]))
     return 0
 
 

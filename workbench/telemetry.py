@@ -271,3 +271,33 @@ def energy(rows: list[dict], t0: float, t1: float) -> dict:
     if mems:
         out["gpu_mem_peak_mib"] = max(mems)
     return out
+
+
+def label(device: str, physical: int | None, index: int | None) -> str:
+    if device != "gpu":
+        return "host CPU"
+    if index is None or index == physical:
+        return f"GPU {physical}"
+    return f"GPU {index} (physical {physical})"
+
+
+def series(rows: list[tuple]) -> dict[str, dict[str, list[float]]]:
+    """Readings (t, device, physical, index, util_pct, power_w, mem_used_mib) as one series per
+    device, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of one tick
+    share their timestamp) — what a tensor-parallel run draws in all."""
+    out: dict[str, dict[str, list[float]]] = {}
+    ticks: dict[float, list[float]] = {}
+    for t, device, physical, index, util, power, mem in rows:
+        s = out.setdefault(label(device, physical, index), {"t": [], "util": [], "power": [], "mem": []})
+        s["t"].append(t)
+        s["util"].append(util if util is not None else float("nan"))
+        s["power"].append(power if power is not None else float("nan"))
+        s["mem"].append(mem if mem is not None else float("nan"))
+        if device == "gpu" and power is not None:
+            ticks.setdefault(t, []).append(power)
+    gpus = {r[2] for r in rows if r[1] == "gpu"}
+    if len(gpus) > 1:
+        whole = [(t, sum(p)) for t, p in sorted(ticks.items()) if len(p) == len(gpus)]
+        out["all GPUs"] = {"t": [t for t, _ in whole], "util": [float("nan")] * len(whole),
+                           "power": [p for _, p in whole], "mem": [float("nan")] * len(whole)}
+    return out
