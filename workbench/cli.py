@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     ib.add_argument("--target", help="the target model (default: the file's model_id)")
     ib.add_argument("--workload", help="a name for the prompts (default: the file's label or name)")
 
+    sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)")
+    nw = sub.add_parser("new", help="write an experiment plan from a catalog pair")
+    nw.add_argument("--pair", required=True, help="a pair name from `draftbench catalog`")
+    nw.add_argument("--out", help="plan file to write (default: PAIR.toml; never overwrites)")
+
     eb = sub.add_parser("export-bench", help="write a run as a `vllm bench serve` result JSON file")
     eb.add_argument("run", type=int)
     eb.add_argument("--db", default=None)
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench,
-                "workloads": _workloads}[args.command](args)
+                "workloads": _workloads, "catalog": _catalog, "new": _new}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -210,6 +215,41 @@ def _workloads(args) -> int:
     print(f"{len(prompts)} prompts in {args.name}")
     for p in shown:
         print(f"\n[{p.id}] ({p.family})\n{p.text}")
+    return 0
+
+
+def _catalog(args) -> int:
+    from workbench import catalog
+
+    try:
+        pairs = catalog.load()
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    rows = [[p.name, p.method, p.draft, p.target, ",".join(map(str, p.n)),
+             "yes" if p.gated else "no", p.publisher] for p in pairs]
+    print(_table(["pair", "method", "draft", "target", "N", "gated", "publisher"], rows))
+    return 0
+
+
+def _new(args) -> int:
+    from workbench import catalog
+
+    try:
+        pair = catalog.get(args.pair)
+        text = catalog.plan_text(pair)
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out or f"{pair.name}.toml")
+    if out.exists():
+        raise CliError(f"{out} already exists; choose another --out")
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror}") from None
+    print(out)
+    if pair.gated:
+        print(f"draftbench: note: {pair.name} needs a Hugging Face token whose account accepted the licence "
+              f"of {pair.target if pair.target_gated else pair.draft}", file=sys.stderr)
     return 0
 
 
