@@ -74,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
     nw.add_argument("--pair", required=True, help="a pair name from `draftbench catalog`")
     nw.add_argument("--out", help="plan file to write (default: PAIR.toml; never overwrites)")
 
+    pl = sub.add_parser("pull", help="download a model from the Hugging Face Hub into the shared cache (resumes)")
+    pl.add_argument("repo", help="owner/name on the Hub")
+    pl.add_argument("--revision", help="branch, tag or commit (default main)")
+    pl.add_argument("--include", action="append", help="only files matching this pattern (repeatable)")
+    pl.add_argument("--dry-run", action="store_true", help="print the files and the size, download nothing")
+
+    md = sub.add_parser("models", help="the models in the Hugging Face cache; search the Hub; delete from the cache")
+    md.add_argument("--search", metavar="Q", help="search the Hub instead of listing the cache")
+    md.add_argument("--delete", metavar="REPO", help="remove a model from the cache")
+    md.add_argument("--json", action="store_true")
+
     eb = sub.add_parser("export-bench", help="write a run as a `vllm bench serve` result JSON file")
     eb.add_argument("run", type=int)
     eb.add_argument("--db", default=None)
@@ -94,7 +105,8 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench,
-                "workloads": _workloads, "catalog": _catalog, "new": _new}[args.command](args)
+                "workloads": _workloads, "catalog": _catalog, "new": _new,
+                "pull": _pull, "models": _models}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -250,6 +262,70 @@ def _new(args) -> int:
     if pair.gated:
         print(f"draftbench: note: {pair.name} needs a Hugging Face token whose account accepted the licence "
               f"of {pair.target if pair.target_gated else pair.draft}", file=sys.stderr)
+    return 0
+
+
+def _pull(args) -> int:
+    import time
+
+    from workbench import hub
+
+    try:
+        info = hub.remote(args.repo, args.revision) if not hub.offline() else None
+        if args.dry_run:
+            if info is None:
+                raise CliError("a dry run asks the Hub for sizes, and offline mode is on (HF_HUB_OFFLINE=1)")
+            for f in info.files:
+                print(f"{hub.human(f.size):>10}  {f.path}")
+            print(f"{hub.human(info.size):>10}  in all ({info.repo} @ {info.sha[:12]})")
+            return 0
+        if info is not None:
+            print(f"draftbench: {info.repo}: {hub.human(info.size)} in {len(info.files)} files", file=sys.stderr)
+        last = [0.0]
+
+        def progress(done: int, total: int, name: str) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.5 or done >= total:
+                last[0] = now
+                pct = 100.0 * done / total if total else 100.0
+                print(f"[{pct:5.1f}%] {hub.human(done)} / {hub.human(total)}  {name}", file=sys.stderr, flush=True)
+
+        folder = hub.Download(args.repo, args.revision, args.include, progress).run()
+    except hub.HubError as exc:
+        raise CliError(str(exc)) from None
+    print(folder)
+    return 0
+
+
+def _models(args) -> int:
+    from workbench import hub
+
+    try:
+        if args.delete:
+            freed = hub.delete(args.delete)
+            print(f"removed {args.delete} from {hub.cache_dir()} ({hub.human(freed)} freed)")
+            return 0
+        if args.search is not None:
+            hits = hub.search(args.search)
+            if args.json:
+                print(json.dumps([h.__dict__ for h in hits], indent=1))
+                return 0
+            print(_table(["repo", "downloads", "likes", "gated", "task"],
+                         [[h.repo, str(h.downloads or 0), str(h.likes or 0), "yes" if h.gated else "no",
+                           h.pipeline or ""] for h in hits]))
+            return 0
+        rows = hub.cached()
+    except hub.HubError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print(json.dumps([{"repo": r.repo, "size": r.size, "files": r.files, "revisions": list(r.revisions),
+                           "refs": list(r.refs), "partial": r.partial, "path": str(r.path)} for r in rows], indent=1))
+        return 0
+    token = "present" if hub.token_present() else "not set"
+    print(f"cache: {hub.cache_dir()}   token: {token}   offline: {'yes' if hub.offline() else 'no'}")
+    print(_table(["repo", "size", "files", "refs", "partial download"],
+                 [[r.repo, hub.human(r.size), str(r.files), ",".join(r.refs),
+                   hub.human(r.partial) if r.partial else ""] for r in rows]))
     return 0
 
 
