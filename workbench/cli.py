@@ -170,6 +170,7 @@ def _run(args) -> int:
             raise CliError(str(exc)) from None
     for warning in sanity.for_plan(p, existing):
         print(f"draftbench: warning: {warning}", file=sys.stderr)
+    _preflight(p)
     if args.dry_run:
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
@@ -205,6 +206,19 @@ def _run(args) -> int:
         r.cancel_running()
         return 130
     return 0 if summary["failed"] == 0 else 1
+
+
+def _preflight(p) -> None:
+    """Draft/target compatibility before any server starts: an error stops the run, a warning is shown."""
+    from workbench import compat
+
+    shown: set[str] = set()
+    for label, verdict in compat.for_plan(p):
+        if verdict.level == compat.ERROR:
+            raise CliError(f"{label}: {verdict.message}")
+        if verdict.level == compat.WARNING and verdict.message not in shown:
+            shown.add(verdict.message)
+            print(f"draftbench: warning: {label}: {verdict.message}", file=sys.stderr)
 
 
 def _workloads(args) -> int:
