@@ -170,7 +170,7 @@ def _run(args) -> int:
             raise CliError(str(exc)) from None
     for warning in sanity.for_plan(p, existing):
         print(f"draftbench: warning: {warning}", file=sys.stderr)
-    _preflight(p)
+    _preflight(p, vllm)
     if args.dry_run:
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
@@ -208,9 +208,10 @@ def _run(args) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
-def _preflight(p) -> None:
-    """Draft/target compatibility before any server starts: an error stops the run, a warning is shown."""
-    from workbench import compat
+def _preflight(p, vllm) -> None:
+    """Draft/target compatibility and memory before any server starts: an incompatible pair stops
+    the run; warnings are shown and the run goes on."""
+    from workbench import compat, memory
 
     shown: set[str] = set()
     for label, verdict in compat.for_plan(p):
@@ -219,6 +220,11 @@ def _preflight(p) -> None:
         if verdict.level == compat.WARNING and verdict.message not in shown:
             shown.add(verdict.message)
             print(f"draftbench: warning: {label}: {verdict.message}", file=sys.stderr)
+    if vllm.build in ("cpu", "cuda", "rocm"):
+        for label, warning in memory.for_plan(p, vllm):
+            if warning not in shown:
+                shown.add(warning)
+                print(f"draftbench: warning: {label}: {warning}", file=sys.stderr)
 
 
 def _workloads(args) -> int:
