@@ -103,3 +103,35 @@ def environment(platform: str) -> dict:
         driver = Path("/sys/module/amdgpu/version")
         env["driver"] = driver.read_text().strip() if driver.exists() else version.get("amdgpu_version")
     return env
+
+
+def parse_nvidia_smi_memory(text: str) -> list[int]:
+    """`nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits`: MiB per line."""
+    return [int(float(line.strip())) * 1024 * 1024 for line in text.splitlines() if line.strip()]
+
+
+def parse_amd_smi_vram(text: str) -> list[int]:
+    """`amd-smi static --vram --json`: a list of {gpu, vram: {size: {value, unit}}}."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    sizes = []
+    for d in data if isinstance(data, list) else data.get("gpu_data", []):
+        size = (d.get("vram") or {}).get("size") or {}
+        value = size.get("value") if isinstance(size, dict) else size
+        unit = size.get("unit", "MB") if isinstance(size, dict) else "MB"
+        if isinstance(value, (int, float)):
+            sizes.append(int(value * (1024 ** 3 if unit.upper().startswith("G") else 1024 ** 2)))
+    return sizes
+
+
+def memory_totals() -> list[int]:
+    """Bytes of memory of each visible GPU (physical order), empty when none is visible."""
+    amd = _run(["amd-smi", "static", "--vram", "--json"])
+    if amd:
+        sizes = parse_amd_smi_vram(amd)
+        if sizes:
+            return sizes
+    nvidia = _run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
+    return parse_nvidia_smi_memory(nvidia) if nvidia else []
