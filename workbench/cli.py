@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
     r.add_argument("--log", help="write messages (stderr) to this file")
+    r.add_argument("--remote", metavar="HOST", help="run on a remote host over SSH ([user@]host[:port] or a "
+                   "saved host), streaming its rows into --db; see `draftbench remote`")
+    _remote_options(r)
     r.add_argument("--own-group", action="store_true",
                    help="run in a new session, so closing the terminal or app that started it does not stop it")
 
@@ -89,7 +92,34 @@ def _parser() -> argparse.ArgumentParser:
     eb.add_argument("run", type=int)
     eb.add_argument("--db", default=None)
     eb.add_argument("--out", required=True)
+
+    rm = sub.add_parser("remote", help="remote hosts over SSH: check one, save one, pull its database")
+    rm_sub = rm.add_subparsers(dest="remote_command", required=True)
+    rc = rm_sub.add_parser("check", help="reachable? Draftbench and vLLM there? which GPUs?")
+    rc.add_argument("host", help="[user@]host[:port] or a saved host's name")
+    _remote_options(rc)
+    rs = rm_sub.add_parser("save", help="save a host's settings under a name (in the config dir)")
+    rs.add_argument("name")
+    rs.add_argument("host", help="[user@]host[:port]")
+    _remote_options(rs)
+    rp = rm_sub.add_parser("pull", help="copy the host's whole results database here (a consistent copy)")
+    rp.add_argument("host")
+    rp.add_argument("--out", required=True, help="local file to write (replaced)")
+    rp.add_argument("--remote-db", help="the database on the host (default: results.sqlite in its data dir)")
+    _remote_options(rp)
     return p
+
+
+def _remote_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("remote host")
+    g.add_argument("--identity", help="private key file (default: ssh's own choice, the agent, ~/.ssh/config)")
+    g.add_argument("--python", dest="remote_python", help="the host's Python that has Draftbench (default python3)")
+    g.add_argument("--venv", help="a virtualenv on the host with Draftbench and vLLM")
+    g.add_argument("--data-dir", dest="remote_data_dir", help="the host's folder for plans, events and the database")
+    g.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="environment on the host (repeatable)")
+    g.add_argument("--ssh-config", help="an ssh_config file instead of ~/.ssh/config")
+    g.add_argument("-o", dest="ssh_options", action="append", default=[], metavar="OPTION",
+                   help="an ssh -o option, e.g. ProxyJump=bastion (repeatable)")
 
 
 def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] | None = None) -> int:
@@ -106,7 +136,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench,
                 "workloads": _workloads, "catalog": _catalog, "new": _new,
-                "pull": _pull, "models": _models}[args.command](args)
+                "pull": _pull, "models": _models, "remote": _remote}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -150,6 +180,8 @@ def _run(args) -> int:
     if args.log:
         log = open(args.log, "a", buffering=1)
         os.dup2(log.fileno(), sys.stderr.fileno())
+    if args.remote:
+        return _run_remote(args)
     from workbench import demo, engine, launch, plan, runner, store
 
     try:
@@ -215,6 +247,102 @@ def _run(args) -> int:
         r.cancel_running()
         return 130
     return 0 if summary["failed"] == 0 else 1
+
+
+def _remote_host(args, spec: str):
+    from workbench import remote
+
+    kw = {}
+    if args.identity:
+        kw["identity_file"] = args.identity
+    if args.remote_python:
+        kw["python"] = args.remote_python
+    if args.venv:
+        kw["venv"] = args.venv
+    if args.remote_data_dir:
+        kw["data_dir"] = args.remote_data_dir
+    if args.ssh_config:
+        kw["config_file"] = args.ssh_config
+    if args.ssh_options:
+        kw["options"] = list(args.ssh_options)
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--env {item!r}: write KEY=VALUE")
+        env[key] = value
+    if env:
+        kw["env"] = env
+    try:
+        return remote.RemoteHost.parse(spec, **kw)
+    except remote.RemoteError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _remote(args) -> int:
+    from workbench import remote, store
+
+    host = _remote_host(args, args.host)
+    try:
+        if args.remote_command == "save":
+            print(remote.save(args.name, host))
+            return 0
+        if args.remote_command == "pull":
+            out = remote.pull(host, args.remote_db or remote.remote_db(host), args.out)
+            print(f"{host.label}: database copied to {out}")
+            return 0
+        info = remote.check(host)
+    except remote.RemoteError as exc:
+        raise CliError(str(exc)) from None
+    except store.StoreError as exc:
+        raise CliError(str(exc)) from None
+    gpus = ", ".join(f"{g['index']}: {g['name']}" for g in info["gpus"]) or "none visible"
+    print(f"{host.label}: reachable ({info['seconds']:.1f} s), Draftbench {info['version']} in {info['python']}")
+    print(f"gpus: {info['accelerator']}: {gpus}")
+    print(f"data dir: {info['data_dir']}" + ("" if info["data_dir_exists"] else " (created on the first run)"))
+    print("doctor on the host:")
+    width = max(len(k) for k, _ in info["doctor"])
+    for key, value in info["doctor"]:
+        print(f"  {key:<{width}}  {value}")
+    return 0
+
+
+def _run_remote(args) -> int:
+    """The plan goes to the host, its runner starts there detached, and its events and rows come
+    back: events to --events (or stdout) as a local run writes them, rows into --db."""
+    from workbench import remote, store
+
+    host = _remote_host(args, args.remote)
+    try:
+        text = Path(args.plan).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read the plan {args.plan}: {exc.strerror}") from None
+    try:
+        local = store.open_db(args.db or paths.default_db())
+    except store.StoreError as exc:
+        raise CliError(str(exc)) from None
+    extra = ["--vllm-python", args.vllm_python] if args.vllm_python else []
+    try:
+        remote.check(host)
+        launched = remote.launch(host, text, extra)
+    except remote.RemoteError as exc:
+        raise CliError(str(exc)) from None
+    print(f"draftbench: started on {host.label} (pid {launched.pid}); its database: {launched.db}", file=sys.stderr)
+    out = open(args.events, "a", encoding="utf-8", buffering=1) if args.events else sys.stdout
+    stream = remote.Stream(host, launched, local, out,
+                           on_status=lambda s: print(f"draftbench: {s}", file=sys.stderr))
+    try:
+        stream.run()
+    except remote.RemoteError as exc:
+        raise CliError(f"{exc} (the run goes on there; `draftbench remote pull` fetches its results)") from None
+    except KeyboardInterrupt:
+        stream.stop()
+        print(f"draftbench: stopped following; the run goes on on {host.label} (pid {launched.pid})", file=sys.stderr)
+        return 130
+    failed = local.execute("SELECT count(*) FROM runs WHERE experiment_id IN (SELECT experiment_id FROM sweeps "
+                           "WHERE pid = ? AND events_path = ?) AND status = 'failed'",
+                           [launched.pid, launched.events]).fetchone()[0]
+    return 0 if failed == 0 else 1
 
 
 def _preflight(p, vllm) -> None:
