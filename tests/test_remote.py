@@ -103,3 +103,168 @@ def test_quoting_keeps_shell_words_inert(sshd, tmp_path):
     info = remote.check(sshd.host(data_dir=odd))
     assert info["data_dir"] == odd
     assert not (Path.home() / "PWNED").exists() and not (Path.home() / "PWNED2").exists()
+
+
+TINY_PLAN = """
+name = "remote-stream"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+dtype = "bfloat16"
+enforce_eager = true
+[[methods]]
+method = "baseline"
+[[methods]]
+method = "ngram"
+n = 3
+options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
+[workload]
+num_prompts = 4
+max_tokens = 32
+warmup = 0
+concurrency = [1]
+temperature = 0.0
+[server]
+health_timeout_s = 300
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _table_rows(db_path: Path, table: str) -> list[tuple]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_models, tmp_path):
+    """The real thing end to end: `draftbench run --remote` against the sshd, the SSH client killed
+    mid-run, the stream picked up again, and the local database equal to the host's at the end."""
+    host = sshd.host(data_dir=str(sshd.folder / "stream-data"))
+    plan = tmp_path / "tiny.toml"
+    plan.write_text(TINY_PLAN)
+    local_db, events = tmp_path / "local.sqlite", tmp_path / "events.jsonl"
+    # The local database already holds an experiment of the same plan, run here: it must stay as
+    # it is, and the host's rows get ids of their own.
+    from workbench import plan as plan_mod
+
+    db = store.open_db(local_db)
+    mine = store.experiment_for(db, "remote-stream", plan_mod.loads(TINY_PLAN).hash, TINY_PLAN, "here.toml", {})
+    with db.conn:
+        db["runs"].insert({"experiment_id": mine, "key": "local-run", "status": "completed", "mal": 1.5})
+    before = list(db["runs"].rows)
+    db.conn.close()
+    args = [sys.executable, "-m", "workbench.cli", "run", str(plan), "--remote", host.label,
+            "--identity", str(sshd.key), "--python", sys.executable, "--data-dir", host.data_dir,
+            "--env", f"PYTHONPATH={ROOT}", "--ssh-config", str(sshd.client_config),
+            *sum((["-o", o] for o in host.options), []), "--db", str(local_db), "--events", str(events)]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
+    reader.start()
+    try:
+        # Live: samples arrive here while the host's runner is still going.
+        deadline = time.time() + 420
+        remote_pid = None
+        while time.time() < deadline:
+            assert proc.poll() is None, "".join(stderr)
+            started = [line for line in stderr if "started on" in line]
+            if started and remote_pid is None:
+                remote_pid = int(started[0].split("(pid ")[1].split(")")[0])
+            if local_db.exists() and _count(local_db, "samples") >= 3:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("no samples streamed:\n" + "".join(stderr))
+        assert remote_pid and _alive(remote_pid), "the remote sweep should still be running"
+        live_samples = _count(local_db, "samples")
+
+        # Cut the connection: kill the SSH client that carries the stream.
+        ssh = [c for c in _children(proc.pid) if _cmdline(c)[:1] == ["ssh"] and "follow" in " ".join(_cmdline(c))]
+        assert len(ssh) == 1, [(_cmdline(c)) for c in _children(proc.pid)]
+        os.kill(ssh[0], 9)
+        time.sleep(1.0)
+        assert _alive(remote_pid), "the host's runner must survive the dropped connection"
+
+        assert proc.wait(600) == 0, "".join(stderr)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(5)
+    text = "".join(stderr)
+    assert "connection to 127.0.0.1" in text and "reconnecting" in text, text
+    lag_line = [line for line in stderr if "lag from a row's time" in line]
+    assert lag_line and "over 2 connection(s)" in lag_line[0], text
+    print("\n" + lag_line[0].strip())
+
+    # The host's database, pulled whole, equals the mirror table by table, row by row (read back
+    # with the host's ids; the plan hash is marked because this database had the same plan).
+    pulled = store.open_db(remote.pull(host, remote.remote_db(host), tmp_path / "pulled.sqlite"), readonly=True)
+    here = store.open_db(local_db, readonly=True)
+    source = remote.source_of(host, remote.remote_db(host).replace("~", str(Path.home()), 1))
+    counts = {}
+    for table in ("experiments", "runs", "sweeps", "samples", "positions", "requests", "logs", "telemetry"):
+        there = list(pulled[table].rows_where(order_by="id"))
+        mirrored = remote.mirrored_rows(here, source, table)
+        if table == "experiments":
+            for row in mirrored:
+                assert row["plan_hash"].endswith("@" + source)
+                row["plan_hash"] = row["plan_hash"].split("@", 1)[0]
+        assert len(there) == len(mirrored), (table, len(there), len(mirrored))
+        assert there == mirrored, table
+        counts[table] = len(there)
+    print("rows per table:", counts)
+    assert counts["samples"] > live_samples and counts["positions"] > 0 and counts["requests"] == 8
+    per_position = here.execute("SELECT position, sum(accepted), sum(drafts) FROM positions GROUP BY position").fetchall()
+    assert per_position == pulled.execute(
+        "SELECT position, sum(accepted), sum(drafts) FROM positions GROUP BY position").fetchall()
+    assert sum(row[2] for row in per_position) > 0, "the ngram run has per-position counters"
+    assert [r["status"] for r in store.runs(pulled)] == ["completed", "completed"]
+    # What was here before is untouched.
+    assert [r for r in here["runs"].rows_where("id = ?", [before[0]["id"]])] == before
+
+    # The events as the host wrote them, once each, in order.
+    there = [Path(p) for p in (Path(host.data_dir) / "events").iterdir()]
+    assert len(there) == 1
+    assert events.read_text() == there[0].read_text()
+    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    assert kinds[0] == "sweep_started" and kinds[-1] == "sweep_finished"
+
+
+def _count(db_path: Path, table: str) -> int:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()

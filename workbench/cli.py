@@ -339,6 +339,7 @@ def _run_remote(args) -> int:
         stream.stop()
         print(f"draftbench: stopped following; the run goes on on {host.label} (pid {launched.pid})", file=sys.stderr)
         return 130
+    print(f"draftbench: {stream.lag_summary()}", file=sys.stderr)
     failed = local.execute("SELECT count(*) FROM runs WHERE experiment_id IN (SELECT experiment_id FROM sweeps "
                            "WHERE pid = ? AND events_path = ?) AND status = 'failed'",
                            [launched.pid, launched.events]).fetchone()[0]

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import threading
 import time
@@ -182,41 +183,109 @@ def check(host: RemoteHost, timeout: float = 120) -> dict:
 
 # --- the local mirror ----------------------------------------------------------------------------
 class Mirror:
-    """Applies the host's rows to the local database by primary key (insert-or-ignore for the
-    append-only tables, upsert for the ones updated in place)."""
+    """Applies one host database's rows to the local database. The local file usually holds other
+    experiments too, so rows get local ids of their own; `remote_rows` maps each host id to its
+    local id (the foreign keys are translated through it), and its highest host id per table is
+    where the stream resumes after a reconnect."""
 
-    def __init__(self, db: sqlite_utils.Database, on_rows: Callable[[str, list[dict], float], None] | None = None):
+    PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", "experiments"),
+              **{t: ("run_id", "runs") for t in APPEND_TABLES}}
+
+    def __init__(self, db: sqlite_utils.Database, source: str,
+                 on_rows: Callable[[str, list[dict], float], None] | None = None):
         self.db = db
+        self.source = source
         self.on_rows = on_rows
-        self.columns = {t: set(db[t].columns_dict) for t in (*MUTABLE_TABLES, *APPEND_TABLES)}
+        self.columns = {t: set(db[t].columns_dict) - {"id"} for t in (*MUTABLE_TABLES, *APPEND_TABLES)}
+        with db.conn:
+            db.execute("CREATE TABLE IF NOT EXISTS remote_rows (source TEXT NOT NULL, tbl TEXT NOT NULL, "
+                       "remote_id INTEGER NOT NULL, local_id INTEGER NOT NULL, "
+                       "PRIMARY KEY (source, tbl, remote_id))")
+            db.execute("CREATE INDEX IF NOT EXISTS remote_rows_local ON remote_rows (tbl, local_id)")
+        self.ids: dict[str, dict[int, int]] = {t: {} for t in self.columns}
+        for tbl, rid, lid in db.execute("SELECT tbl, remote_id, local_id FROM remote_rows WHERE source = ? "
+                                        "AND tbl IN ('experiments', 'runs', 'sweeps')", [source]):
+            self.ids[tbl][rid] = lid
 
     def state(self) -> dict:
-        """Where the stream resumes: the highest id held per table, and per run its row count and
-        highest id (the host resends a run whose rows differ)."""
+        """Where the stream resumes: the highest host id held per table, and per host run its row
+        count and highest host id (the host resends a run whose rows differ)."""
         cursors, signature = {}, {}
         for table in APPEND_TABLES:
-            cursors[table] = self.db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+            cursors[table] = self.db.execute("SELECT coalesce(max(remote_id), 0) FROM remote_rows "
+                                             "WHERE source = ? AND tbl = ?", [self.source, table]).fetchone()[0]
             signature[table] = {str(r[0]): [r[1], r[2]] for r in self.db.execute(
-                f"SELECT run_id, count(*), max(id) FROM {table} GROUP BY run_id")}
+                f"SELECT run.remote_id, count(*), max(m.remote_id) FROM remote_rows m "
+                f"JOIN {table} x ON x.id = m.local_id "
+                f"JOIN remote_rows run ON run.source = m.source AND run.tbl = 'runs' AND run.local_id = x.run_id "
+                f"WHERE m.source = ? AND m.tbl = ? GROUP BY run.remote_id", [self.source, table])}
         return {"cursors": cursors, "signature": signature}
 
     def apply(self, message: dict) -> None:
         table = message.get("t")
         if table not in self.columns:
             return
-        if message["k"] == "reset":
-            with self.db.conn:
-                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [message["run"]])
-            return
-        keep = self.columns[table]
-        rows = [{k: v for k, v in r.items() if k in keep} for r in message["rows"]]
         with self.db.conn:
-            if table in MUTABLE_TABLES:
-                self.db[table].upsert_all(rows, pk="id")
-            else:
-                self.db[table].insert_all(rows, pk="id", ignore=True)
+            if message["k"] == "reset":
+                local_run = self.ids["runs"].get(message["run"])
+                if local_run is not None:
+                    self.db.execute(f"DELETE FROM remote_rows WHERE source = ? AND tbl = ? AND local_id IN "
+                                    f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
+                    self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
+                return
+            rows = [self._apply_row(table, r) for r in message["rows"]]
         if self.on_rows:
-            self.on_rows(table, rows, time.time())
+            self.on_rows(table, [r for r in rows if r], time.time())
+
+    def _apply_row(self, table: str, row: dict) -> dict | None:
+        remote_id = row["id"]
+        local = {k: v for k, v in row.items() if k in self.columns[table]}
+        if table in self.PARENT:
+            key, parent = self.PARENT[table]
+            if local.get(key) is not None:
+                mapped = self.ids[parent].get(local[key])
+                if mapped is None:
+                    return None  # its parent never arrived (cannot happen with the snapshot reads)
+                local[key] = mapped
+        if table in MUTABLE_TABLES:
+            local_id = self.ids[table].get(remote_id)
+            if local_id is not None:
+                self.db[table].update(local_id, local)
+                return local
+            if table == "experiments" and self.db.execute(
+                    "SELECT 1 FROM experiments WHERE plan_hash = ?", [local["plan_hash"]]).fetchone():
+                # The same plan was run here (or on another host): this host's runs are kept apart.
+                local["plan_hash"] = f"{local['plan_hash']}@{self.source}"
+        elif self.db.execute("SELECT 1 FROM remote_rows WHERE source = ? AND tbl = ? AND remote_id = ?",
+                             [self.source, table, remote_id]).fetchone():
+            return None  # already here (a batch sent again after a reconnect)
+        local_id = self.db[table].insert(local).last_pk
+        self.db.execute("INSERT OR REPLACE INTO remote_rows VALUES (?, ?, ?, ?)", [self.source, table, remote_id, local_id])
+        if table in self.ids:
+            self.ids[table][remote_id] = local_id
+        return local
+
+
+def mirrored_rows(db: sqlite_utils.Database, source: str, table: str) -> list[dict]:
+    """A table's rows from one host as that host stores them: host ids, host foreign keys."""
+    back = {t: {lid: rid for rid, lid in db.execute(
+        "SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ?", [source, t])}
+        for t in ("experiments", "runs")}
+    out = []
+    for rid, lid in db.execute("SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ? "
+                               "ORDER BY remote_id", [source, table]).fetchall():
+        row = dict(db[table].get(lid))
+        row["id"] = rid
+        if table in Mirror.PARENT:
+            key, parent = Mirror.PARENT[table]
+            if row.get(key) is not None:
+                row[key] = back[parent][row[key]]
+        out.append(row)
+    return out
+
+
+def source_of(host: "RemoteHost", db: str) -> str:
+    return f"{host.label}:{db}"
 
 
 @dataclass
@@ -248,14 +317,46 @@ class Stream:
                  retry_for_s: float = 600.0):
         self.host = host
         self.launched = launched
-        self.mirror = Mirror(local_db, on_rows)
+        self.mirror = Mirror(local_db, source_of(host, launched.db))
         self.events_out = events_out
         self.offset = 0
         self.on_status = on_status or (lambda s: None)
         self.retry_for_s = retry_for_s
         self.proc: subprocess.Popen | None = None
+        self._started: dict[int, float] = {}
+        self.lags: dict[str, list[float]] = {}  # per table: seconds from a row's time on the host to its commit here
+        self.mirror.on_rows = self._rows(on_rows)
         self.connections = 0
         self.stopped = False
+
+    def _rows(self, then):
+        def on_rows(table: str, rows: list[dict], now: float) -> None:
+            if table in ("samples", "positions", "telemetry", "logs"):
+                self.lags.setdefault(table, []).extend(now - self._epoch(table, r) for r in rows if r.get("t"))
+            if then:
+                then(table, rows, now)
+        return on_rows
+
+    def _epoch(self, table: str, row: dict) -> float:
+        if table not in ("samples", "positions"):
+            return row["t"]
+        # Their t counts from the start of the measurement, which follows the run's `started`
+        # by the initial scrape: the lag derived from it is an upper bound.
+        started = self._started.get(row["run_id"])
+        if started is None:
+            found = self.mirror.db.execute("SELECT started FROM runs WHERE id = ?", [row["run_id"]]).fetchone()
+            started = self._started[row["run_id"]] = (found[0] if found else None) or 0.0
+        return started + row["t"]
+
+    def lag_summary(self) -> str:
+        """Clocks of both ends are compared as they are: on different hosts, keep them in sync (NTP)."""
+        parts = []
+        for table, lags in sorted(self.lags.items()):
+            lags = sorted(lags)
+            parts.append(f"{table} {len(lags)} rows p50 {statistics.median(lags) * 1000:.0f} ms "
+                         f"p90 {lags[int(0.9 * (len(lags) - 1))] * 1000:.0f} ms max {lags[-1] * 1000:.0f} ms")
+        return (f"lag from a row's time on the host to the local database over {self.connections} "
+                f"connection(s): " + ("; ".join(parts) or "no timed rows streamed"))
 
     def _connect_once(self) -> bool:
         """One SSH connection's worth of streaming; True once the host said the sweep ended."""

@@ -207,7 +207,13 @@ class Follower:
 
 def follow(args) -> int:
     state = json.loads(sys.stdin.readline() or "{}")
-    Follower(os.path.expanduser(args.db), args.events and os.path.expanduser(args.events),
+    db = os.path.expanduser(args.db)
+    while not os.path.exists(db) and args.pid and _alive(args.pid):
+        time.sleep(POLL_S)  # the runner creates the database a moment after it starts
+    if not os.path.exists(db):
+        print(f"no database at {db}", file=sys.stderr)
+        return 1
+    Follower(db, args.events and os.path.expanduser(args.events),
              args.offset, state).run(args.pid)
     return 0
 
