@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtGui import QAction, QIcon, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMainWindow, QMessageBox, QTabWidget
 
 from app import theme
 from app.compare_page import ComparePage
@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
         self._action(f, "&Quit", QKeySequence.Quit, self.close)
         s = self.menuBar().addMenu("&Sweep")
         self._action(s, "&Run", "Ctrl+R", self.experiment.request_run, "Validate the plan and start the sweep")
+        self._action(s, "Run on &remote host…", "Ctrl+Shift+R", self.run_remote,
+                     "Run the plan on a GPU server over SSH; its results stream into this database")
         self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
         v = self.menuBar().addMenu("&View")
         for i, name in enumerate(("Experiment", "Live", "History", "Compare", "Models")):
@@ -178,6 +180,30 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.live)
 
     # --- the sweep ---------------------------------------------------------------------------------------
+    def run_remote(self) -> None:
+        """Asks which host (a saved one, or [user@]host[:port] with ~/.ssh/config's settings),
+        checks it, then runs the plan there."""
+        from workbench import remote
+
+        saved = sorted(p.stem for p in remote.remotes_dir().glob("*.toml")) if remote.remotes_dir().is_dir() else []
+        spec, ok = QInputDialog.getItem(self, "Run on remote host",
+                                        "Host (saved with `draftbench remote save`, or [user@]host[:port]):",
+                                        saved, 0, True)
+        if not ok or not spec.strip():
+            return
+        try:
+            info = remote.check(remote.RemoteHost.parse(spec.strip()), timeout=60)
+        except remote.RemoteError as exc:
+            QMessageBox.warning(self, "Run on remote host", str(exc))
+            return
+        gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
+        self.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}", 10000)
+        self._remote = spec.strip()
+        try:
+            self.experiment.request_run()
+        finally:
+            self._remote = None
+
     def start_sweep(self, p: plan.Plan, text: str) -> None:
         if self.sweep is not None:
             return
@@ -186,7 +212,7 @@ class MainWindow(QMainWindow):
         plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
         plan_file.write_text(self.experiment.text_for_run())
         try:
-            sweep = Sweep.start(str(plan_file), str(self.db_path), self)
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=getattr(self, "_remote", None))
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
             return

@@ -18,11 +18,15 @@ from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 from workbench import paths
 
 
-def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str) -> tuple[str, list[str]]:
+def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str,
+                remote: str | None = None) -> tuple[str, list[str]]:
     # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
     prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
+    # On a remote host the local process streams the host's events and rows here; Stop (SIGTERM)
+    # stops the sweep there.
+    where = ["--remote", remote] if remote else []
     return sys.executable, [*prefix, "run", plan_path, "--db", db_path,
-                            "--events", events_path, "--log", log_path, "--own-group"]
+                            "--events", events_path, "--log", log_path, "--own-group", *where]
 
 
 class Sweep(QObject):
@@ -45,14 +49,14 @@ class Sweep(QObject):
         self.timer.start()
 
     @classmethod
-    def start(cls, plan_path: str, db_path: str, parent=None) -> "Sweep":
+    def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None) -> "Sweep":
         folder = paths.data_dir() / "sweeps"
         folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         events = folder / f"{stamp}-{os.getpid()}.events.jsonl"
         stderr = events.with_suffix("").with_suffix(".stderr.txt")
         events.touch()
-        program, args = runner_argv(plan_path, db_path, str(events), str(stderr))
+        program, args = runner_argv(plan_path, db_path, str(events), str(stderr), remote)
         # Detached: the runner outlives the app if the user chooses to keep a sweep running.
         ok, pid = QProcess.startDetached(program, args, str(Path.cwd()))
         if not ok:

@@ -125,7 +125,7 @@ warmup = 0
 concurrency = [1]
 temperature = 0.0
 [server]
-health_timeout_s = 300
+health_timeout_s = 600
 """
 
 
@@ -193,7 +193,7 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
     reader.start()
     try:
         # Live: samples arrive here while the host's runner is still going.
-        deadline = time.time() + 420
+        deadline = time.time() + 900
         remote_pid = None
         while time.time() < deadline:
             assert proc.poll() is None, "".join(stderr)
@@ -215,7 +215,7 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
         time.sleep(1.0)
         assert _alive(remote_pid), "the host's runner must survive the dropped connection"
 
-        assert proc.wait(600) == 0, "".join(stderr)
+        assert proc.wait(1200) == 0, "".join(stderr)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -255,9 +255,32 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
     # The events as the host wrote them, once each, in order.
     there = [Path(p) for p in (Path(host.data_dir) / "events").iterdir()]
     assert len(there) == 1
-    assert events.read_text() == there[0].read_text()
+    to_local = {t: {rid: lid for rid, lid in here.execute(
+        "SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ?", [source, t])}
+        for t in ("runs", "experiments")}
+    assert to_local["runs"] and all(rid != lid for rid, lid in to_local["runs"].items())
+    expected = []
+    for line in there[0].read_text().splitlines():
+        event = json.loads(line)
+        for key, table in (("run", "runs"), ("experiment", "experiments")):
+            if key in event:
+                event[key] = to_local[table][event[key]]
+        expected.append(event)
+    assert [json.loads(line) for line in events.read_text().splitlines()] == expected
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
     assert kinds[0] == "sweep_started" and kinds[-1] == "sweep_finished"
+
+    # After a closed laptop: `remote follow` fills another database from the host's latest sweep,
+    # and a second follow adds nothing.
+    other = tmp_path / "other.sqlite"
+    follow = [*args[args.index("--identity"):args.index("--db")], "--db", str(other)]
+    for _ in range(2):
+        proc = cli("remote", "follow", host.label, *follow, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        copy = store.open_db(other, readonly=True)
+        for table, n in counts.items():
+            assert copy.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == n, table
+    assert remote.mirrored_rows(copy, source, "positions") == list(pulled["positions"].rows_where(order_by="id"))
 
 
 def _count(db_path: Path, table: str) -> int:
@@ -268,3 +291,28 @@ def _count(db_path: Path, table: str) -> int:
         return 0
     finally:
         conn.close()
+
+
+def test_app_menu_checks_the_host_and_refuses_in_one_line(qtbot, sshd, tmp_path, monkeypatch, vllm_install):
+    """Sweep > Run on remote host…: a saved host whose key the server refuses gives one warning
+    line and starts nothing."""
+    from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+    from app.main import MainWindow
+    from app.sweep import runner_argv
+
+    remote.save("refused-box", sshd.host(identity_file=str(sshd.wrong_key)))
+    w = MainWindow(tmp_path / "app.sqlite", vllm_install)
+    w.ask_close = lambda: "stop"
+    qtbot.addWidget(w)
+    asked, warned = [], []
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: (asked.append(a[3]) or ("refused-box", True)))
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warned.append(text))
+    action = next(a for a in w.findChildren(type(w.menuBar().actions()[0])) if a.text() == "Run on &remote host…")
+    action.trigger()
+    assert "refused-box" in asked[0]
+    assert len(warned) == 1 and "refused the key (permission denied)" in warned[0] and "\n" not in warned[0]
+    assert w.sweep is None
+    # The runner the app starts for a remote host is the same `run`, pointed at it.
+    _, args = runner_argv("p.toml", "db.sqlite", "ev.jsonl", "log.txt", remote="refused-box")
+    assert args[-2:] == ["--remote", "refused-box"]

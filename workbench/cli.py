@@ -102,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     rs.add_argument("name")
     rs.add_argument("host", help="[user@]host[:port]")
     _remote_options(rs)
+    rf = rm_sub.add_parser("follow", help="stream the host's latest sweep into --db again (after a closed laptop)")
+    rf.add_argument("host")
+    rf.add_argument("--db", default=None, help=f"local results database (default {paths.default_db()})")
+    rf.add_argument("--events", help="write its events (all of them, from the start) to this file")
+    rf.add_argument("--remote-db", help="the database on the host (default: results.sqlite in its data dir)")
+    _remote_options(rf)
     rp = rm_sub.add_parser("pull", help="copy the host's whole results database here (a consistent copy)")
     rp.add_argument("host")
     rp.add_argument("--out", required=True, help="local file to write (replaced)")
@@ -291,6 +297,8 @@ def _remote(args) -> int:
             out = remote.pull(host, args.remote_db or remote.remote_db(host), args.out)
             print(f"{host.label}: database copied to {out}")
             return 0
+        if args.remote_command == "follow":
+            return _follow_remote(args, host, remote.latest(host, args.remote_db))
         info = remote.check(host)
     except remote.RemoteError as exc:
         raise CliError(str(exc)) from None
@@ -318,7 +326,7 @@ def _run_remote(args) -> int:
     except OSError as exc:
         raise CliError(f"cannot read the plan {args.plan}: {exc.strerror}") from None
     try:
-        local = store.open_db(args.db or paths.default_db())
+        store.open_db(args.db or paths.default_db()).conn.close()  # usable, before anything starts there
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
     extra = ["--vllm-python", args.vllm_python] if args.vllm_python else []
@@ -328,9 +336,29 @@ def _run_remote(args) -> int:
     except remote.RemoteError as exc:
         raise CliError(str(exc)) from None
     print(f"draftbench: started on {host.label} (pid {launched.pid}); its database: {launched.db}", file=sys.stderr)
+    return _follow_remote(args, host, launched)
+
+
+def _follow_remote(args, host, launched) -> int:
+    import threading
+
+    from workbench import remote, store
+
+    try:
+        local = store.open_db(args.db or paths.default_db())
+    except store.StoreError as exc:
+        raise CliError(str(exc)) from None
     out = open(args.events, "a", encoding="utf-8", buffering=1) if args.events else sys.stdout
     stream = remote.Stream(host, launched, local, out,
                            on_status=lambda s: print(f"draftbench: {s}", file=sys.stderr))
+
+    def stop_there(signum, frame):
+        # SIGTERM (the app's Stop) stops the sweep on the host; its end still streams back here.
+        # Ctrl+C only stops following.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=_stop_remote, args=(host, launched), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop_there)
     try:
         stream.run()
     except remote.RemoteError as exc:
@@ -344,6 +372,16 @@ def _run_remote(args) -> int:
                            "WHERE pid = ? AND events_path = ?) AND status = 'failed'",
                            [launched.pid, launched.events]).fetchone()[0]
     return 0 if failed == 0 else 1
+
+
+def _stop_remote(host, launched) -> None:
+    from workbench import remote
+
+    try:
+        remote.stop(host, launched)
+        print(f"draftbench: asked {host.label} to stop the sweep", file=sys.stderr)
+    except remote.RemoteError as exc:
+        print(f"draftbench: could not stop the sweep: {exc}", file=sys.stderr)
 
 
 def _preflight(p, vllm) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import statistics
 import subprocess
 import threading
@@ -250,6 +251,8 @@ class Mirror:
         if table in MUTABLE_TABLES:
             local_id = self.ids[table].get(remote_id)
             if local_id is not None:
+                if table == "experiments":
+                    local.pop("plan_hash", None)  # never changes, and may carry the host mark here
                 self.db[table].update(local_id, local)
                 return local
             if table == "experiments" and self.db.execute(
@@ -358,6 +361,18 @@ class Stream:
         return (f"lag from a row's time on the host to the local database over {self.connections} "
                 f"connection(s): " + ("; ".join(parts) or "no timed rows streamed"))
 
+    def local_event(self, line: str) -> str:
+        """The event with the host's run and experiment ids replaced by the local ones, so the Live
+        page finds the rows it names."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return line
+        for key, table in (("run", "runs"), ("experiment", "experiments")):
+            if isinstance(event.get(key), int):
+                event[key] = self.mirror.ids[table].get(event[key], event[key])
+        return json.dumps(event, separators=(",", ":"))
+
     def _connect_once(self) -> bool:
         """One SSH connection's worth of streaming; True once the host said the sweep ended."""
         argv = self.host.ssh_argv(self.host.agent_argv(
@@ -381,11 +396,16 @@ class Stream:
                 continue
             kind = message.get("k")
             if kind == "ev":
-                self.events_out.write(message["line"] + "\n")
+                self.events_out.write(self.local_event(message["line"]) + "\n")
                 self.events_out.flush()
                 self.offset = message["off"]
             elif kind in ("rows", "reset"):
-                self.mirror.apply(message)
+                try:
+                    self.mirror.apply(message)
+                except sqlite3.DatabaseError as exc:
+                    self.stop()
+                    raise RemoteError(f"the local database refused rows of {message.get('t')} "
+                                      f"from {self.host.label}: {exc}") from None
             elif kind == "end":
                 ended = True
         code = self.proc.wait()
@@ -418,6 +438,22 @@ class Stream:
     def stop(self) -> None:
         self.stopped = True
         self.cut()
+
+
+def latest(host: RemoteHost, db: str | None = None) -> Launched:
+    """The host's most recent sweep, to follow again after the laptop was closed."""
+    proc = host.call(host.agent_argv("latest", "--db", db or remote_db(host)), timeout=60)
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not info:
+        raise RemoteError(f"{host.label}: no sweep in {db or remote_db(host)}")
+    # A finished sweep's pid may belong to another process by now: not followed.
+    return Launched(0 if info["finished"] else info["pid"], info["events"] or "", info["db"], "", "")
+
+
+def stop(host: RemoteHost, launched: Launched) -> bool:
+    """Stop the sweep on the host (as Stop does locally); False if it had already ended."""
+    proc = host.call(host.agent_argv("stop", "--pid", str(launched.pid)), timeout=60)
+    return json.loads(proc.stdout.strip().splitlines()[-1]).get("stopped", False)
 
 
 def pull(host: RemoteHost, db: str, out: str | Path) -> Path:

@@ -174,24 +174,30 @@ class Follower:
                 top = self.conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0
                 self.cursors[table] = min(self.cursors[table], top)
 
-    def events(self) -> int:
+    def read_events(self) -> list[bytes]:
         if not self.events_path or not os.path.exists(self.events_path):
-            return 0
+            return []
         with open(self.events_path, "rb") as f:
             f.seek(self.offset)
             data = f.read()
         complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next poll
-        for line in complete.splitlines():
+        return complete.splitlines()
+
+    def send_events(self, lines: list[bytes]) -> None:
+        for line in lines:
             self.offset += len(line) + 1
             self.send({"k": "ev", "line": line.decode("utf-8", "replace"), "off": self.offset})
-        return len(complete)
 
     def run(self, pid: int | None) -> None:
         self.reconcile()
         beat = 0.0
         while True:
             running = pid is not None and _alive(pid)
-            n = self.poll() + self.events()
+            # Events are read before the rows: the runner commits a row before it names it in an
+            # event, so every row an event refers to is in this snapshot and arrives first.
+            lines = self.read_events()
+            n = self.poll() + len(lines)
+            self.send_events(lines)
             if time.time() - beat > 2.0:
                 beat = time.time()
                 self.send({"k": "beat", "t": beat})
@@ -208,13 +214,37 @@ class Follower:
 def follow(args) -> int:
     state = json.loads(sys.stdin.readline() or "{}")
     db = os.path.expanduser(args.db)
-    while not os.path.exists(db) and args.pid and _alive(args.pid):
+    pid = args.pid or None
+    while not os.path.exists(db) and pid and _alive(pid):
         time.sleep(POLL_S)  # the runner creates the database a moment after it starts
     if not os.path.exists(db):
         print(f"no database at {db}", file=sys.stderr)
         return 1
     Follower(db, args.events and os.path.expanduser(args.events),
-             args.offset, state).run(args.pid)
+             args.offset, state).run(pid)
+    return 0
+
+
+def latest(args) -> int:
+    """The most recent sweep in the host's database: its runner's pid and events file."""
+    db = os.path.expanduser(args.db)
+    if not os.path.exists(db):
+        print(json.dumps(None))
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    row = conn.execute("SELECT pid, events_path, finished FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
+    print(json.dumps(row and {"pid": row[0], "events": row[1], "finished": row[2], "db": db}))
+    return 0
+
+
+def stop(args) -> int:
+    """SIGTERM to the runner: it stops its server and marks the run in flight cancelled."""
+    try:
+        os.kill(args.pid, 15)
+    except ProcessLookupError:
+        print(json.dumps({"stopped": False}))
+        return 0
+    print(json.dumps({"stopped": True}))
     return 0
 
 
@@ -246,12 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--events")
     f.add_argument("--offset", type=int, default=0)
     f.add_argument("--pid", type=int)
+    lt = sub.add_parser("latest")
+    lt.add_argument("--db", required=True)
+    st = sub.add_parser("stop")
+    st.add_argument("--pid", type=int, required=True)
     d = sub.add_parser("dump")
     d.add_argument("--db", required=True)
     args = p.parse_args(argv)
     if getattr(args, "extra", None) and args.extra[0] == "--":
         args.extra = args.extra[1:]
-    return {"check": check, "launch": launch, "follow": follow, "dump": dump}[args.command](args)
+    return {"check": check, "launch": launch, "follow": follow, "latest": latest, "stop": stop, "dump": dump}[args.command](args)
 
 
 if __name__ == "__main__":
