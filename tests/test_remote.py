@@ -165,6 +165,7 @@ def _table_rows(db_path: Path, table: str) -> list[tuple]:
         conn.close()
 
 
+@pytest.mark.timeout(1800)  # two vLLM CPU servers start on the "remote" host: slow on a loaded machine
 def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_models, tmp_path):
     """The real thing end to end: `draftbench run --remote` against the sshd, the SSH client killed
     mid-run, the stream picked up again, and the local database equal to the host's at the end."""
