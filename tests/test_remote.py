@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import statistics
 import subprocess
 import sys
 import threading
@@ -155,14 +154,6 @@ def _alive(pid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
-
-
-def _table_rows(db_path: Path, table: str) -> list[tuple]:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.mark.timeout(1800)  # two vLLM CPU servers start on the "remote" host: slow on a loaded machine
