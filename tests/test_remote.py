@@ -308,3 +308,55 @@ def test_app_menu_checks_the_host_and_refuses_in_one_line(qtbot, sshd, tmp_path,
     # The runner the app starts for a remote host is the same `run`, pointed at it.
     _, args = runner_argv("p.toml", "db.sqlite", "ev.jsonl", "log.txt", remote="refused-box")
     assert args[-2:] == ["--remote", "refused-box"]
+
+
+def _write_sweep(db, run_id: int, n: int, base: float) -> None:
+    with db.conn:
+        db["samples"].insert_all([{"run_id": run_id, "t": base + i, "mal": 1.0 + i / 10} for i in range(n)])
+        db["positions"].insert_all([{"run_id": run_id, "t": base + i, "position": p, "accepted": i * p, "drafts": i}
+                                    for i in range(n) for p in (1, 2, 3)])
+
+
+def test_follow_and_pull_resume_and_repair_a_rerun(sshd, tmp_path):
+    """Rows written on the host by the store itself (no vLLM needed): `remote follow` copies them,
+    a second follow adds nothing, a rerun on the host (rows deleted, ids handed out again) is
+    repaired, and `remote pull` gives the same rows."""
+    host = sshd.host(data_dir=str(sshd.folder / "follow-data"))
+    there = store.open_db(Path(host.data_dir) / "results.sqlite")
+    exp = store.experiment_for(there, "synthetic", "hash-1", "name = 'synthetic'", "p.toml", {})
+    with there.conn:
+        runs = [there["runs"].insert({"experiment_id": exp, "key": k, "status": "completed"}).last_pk for k in "ab"]
+        there["sweeps"].insert({"experiment_id": exp, "pid": 0, "events_path": "", "started": 1.0,
+                                "finished": 2.0, "status": "finished"})
+    _write_sweep(there, runs[0], 5, 100.0)
+    _write_sweep(there, runs[1], 4, 200.0)
+    local = tmp_path / "local.sqlite"
+    opts = ["--identity", str(sshd.key), "--python", sys.executable, "--data-dir", host.data_dir,
+            "--env", f"PYTHONPATH={ROOT}", "--ssh-config", str(sshd.client_config),
+            *sum((["-o", o] for o in host.options), [])]
+    source = remote.source_of(host, str(Path(host.data_dir) / "results.sqlite"))
+
+    def same() -> None:
+        here = store.open_db(local, readonly=True)
+        for table in ("experiments", "runs", "sweeps", "samples", "positions"):
+            assert remote.mirrored_rows(here, source, table) == list(there[table].rows_where(order_by="id")), table
+
+    for _ in range(2):
+        proc = cli("remote", "follow", host.label, "--db", str(local), *opts, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        same()
+    # The second run is redone on the host: its rows go, and the new ones reuse the freed ids.
+    with there.conn:
+        for table in ("samples", "positions"):
+            there.execute(f"DELETE FROM {table} WHERE run_id = ?", [runs[1]])
+    _write_sweep(there, runs[1], 6, 300.0)
+    proc = cli("remote", "follow", host.label, "--db", str(local), *opts, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    same()
+
+    pulled = tmp_path / "pulled.sqlite"
+    proc = cli("remote", "pull", host.label, "--out", str(pulled), *opts, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    copy = store.open_db(pulled, readonly=True)
+    for table in ("runs", "samples", "positions"):
+        assert list(copy[table].rows_where(order_by="id")) == list(there[table].rows_where(order_by="id"))
