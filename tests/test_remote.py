@@ -360,3 +360,22 @@ def test_follow_and_pull_resume_and_repair_a_rerun(sshd, tmp_path):
     copy = store.open_db(pulled, readonly=True)
     for table in ("runs", "samples", "positions"):
         assert list(copy[table].rows_where(order_by="id")) == list(there[table].rows_where(order_by="id"))
+
+
+def test_remote_models_lists_the_hosts_cache_and_downloads_there(sshd):
+    """The host's cache as its own `draftbench models` shows it; a download runs on the host, so
+    its failure (here the Hub is out of reach of the host) comes back as the host's one line."""
+    host = sshd.host()
+    opts = ["--identity", str(sshd.key), "--python", sys.executable, "--env", f"PYTHONPATH={ROOT}",
+            "--ssh-config", str(sshd.client_config), *sum((["-o", o] for o in host.options), [])]
+    there = cli("remote", "models", host.label, *opts, timeout=120)
+    assert there.returncode == 0, there.stderr
+    # Through sshd the host's environment is the login's, not this process's.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "DRAFTBENCH_", "HUGGINGFACE"))}
+    here = subprocess.run([sys.executable, "-m", "workbench.cli", "models"], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)
+    assert there.stdout.splitlines()[0].split("token:")[0] == here.stdout.splitlines()[0].split("token:")[0]
+    proc = cli("remote", "models", host.label, "--download", "nobody/nothing-here", *opts, timeout=120)
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert line.startswith(f"draftbench: {host.label}: ") and "\n" not in line, line

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -108,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     rf.add_argument("--events", help="write its events (all of them, from the start) to this file")
     rf.add_argument("--remote-db", help="the database on the host (default: results.sqlite in its data dir)")
     _remote_options(rf)
+    rmd = rm_sub.add_parser("models", help="the host's Hugging Face cache; --download fetches a model into it")
+    rmd.add_argument("host")
+    rmd.add_argument("--download", metavar="REPO", help="download owner/name on the host (resumes if run again)")
+    rmd.add_argument("--revision")
+    rmd.add_argument("--include", action="append")
+    _remote_options(rmd)
     rp = rm_sub.add_parser("pull", help="copy the host's whole results database here (a consistent copy)")
     rp.add_argument("host")
     rp.add_argument("--out", required=True, help="local file to write (replaced)")
@@ -297,6 +304,8 @@ def _remote(args) -> int:
             out = remote.pull(host, args.remote_db or remote.remote_db(host), args.out)
             print(f"{host.label}: database copied to {out}")
             return 0
+        if args.remote_command == "models":
+            return _remote_models(args, host)
         if args.remote_command == "follow":
             return _follow_remote(args, host, remote.latest(host, args.remote_db))
         info = remote.check(host)
@@ -312,6 +321,39 @@ def _remote(args) -> int:
     width = max(len(k) for k, _ in info["doctor"])
     for key, value in info["doctor"]:
         print(f"  {key:<{width}}  {value}")
+    return 0
+
+
+def _remote_models(args, host) -> int:
+    """The host's `draftbench models`, or its `draftbench pull` (the download runs there, into
+    the host's cache; its progress lines come through as they are printed)."""
+    from workbench import remote
+
+    if not args.download:
+        print(host.call([host.remote_python, "-m", "workbench.cli", "models"], timeout=120).stdout, end="")
+        return 0
+    argv = [host.remote_python, "-m", "workbench.cli", "pull", args.download]
+    if args.revision:
+        argv += ["--revision", args.revision]
+    for pattern in args.include or []:
+        argv += ["--include", pattern]
+    try:
+        proc = subprocess.Popen(host.ssh_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        raise CliError("no `ssh` client on this machine: install OpenSSH (openssh-client)") from None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("["):  # a progress line of the host's download
+            print(f"{host.label}: {line.rstrip()}", file=sys.stderr, flush=True)
+    out = proc.stdout.read().strip()
+    code = proc.wait()
+    if code == 2 and lines and lines[-1].startswith("draftbench: "):
+        raise CliError(f"{host.label}: {lines[-1].strip()[len('draftbench: '):]}")
+    if code != 0:
+        raise remote.RemoteError(host.explain(code, "".join(lines)))
+    print(f"{host.label}: {out}")
     return 0
 
 
