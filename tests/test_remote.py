@@ -379,3 +379,49 @@ def test_remote_models_lists_the_hosts_cache_and_downloads_there(sshd):
     assert proc.returncode == 2
     line = proc.stderr.strip()
     assert line.startswith(f"draftbench: {host.label}: ") and "\n" not in line, line
+
+
+@pytest.mark.timeout(1800)
+def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_path, monkeypatch, vllm_install,
+                                                             demo_models):
+    """Sweep > Run on remote host… with a saved host: the Live page fills from the host's rows as
+    they stream in, and Stop stops the sweep on the host."""
+    import numpy as np
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QInputDialog
+
+    from app.main import MainWindow
+
+    remote.save("good-box", sshd.host(data_dir=str(sshd.folder / "app-data")))
+    w = MainWindow(tmp_path / "app.sqlite", vllm_install)
+    w.ask_close = lambda: "stop"
+    qtbot.addWidget(w)
+    w.show()
+    doc = w.experiment.document()
+    doc["name"] = "gui-remote"
+    doc["methods"] = [{"method": "ngram", "n": [2], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}]
+    doc["workload"].update({"names": ["builtin"], "concurrency": [1], "num_prompts": 4, "max_tokens": 32,
+                            "warmup": 0, "repeats": 1, "temperature": 0.0})
+    w.experiment.set_document(doc)
+    qtbot.waitUntil(lambda: w.experiment.run_button.isEnabled(), timeout=5000)
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("good-box", True))
+    w.run_remote()
+    qtbot.waitUntil(lambda: w.sweep is not None, timeout=5000)
+    assert w.tabs.currentWidget() is w.live
+    live = w.live
+    qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,
+                    timeout=1200000)
+    qtbot.wait(500)
+    x, y = live.tps_curve.getData()
+    assert len(x) >= 3 and np.nanmax(y) > 0
+    assert "ngram N=2" in live.title.text()
+    qtbot.mouseClick(live.stop_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: w.sweep is None, timeout=300000)
+
+    there = store.open_db(Path(sshd.folder / "app-data" / "results.sqlite"), readonly=True)
+    here = store.open_db(tmp_path / "app.sqlite", readonly=True)
+    assert there.execute("SELECT status FROM sweeps").fetchone()[0] in ("cancelled", "finished")
+    for table in ("runs", "sweeps", "samples", "positions", "requests"):
+        assert here.execute(f"SELECT count(*) FROM {table}").fetchone() == \
+            there.execute(f"SELECT count(*) FROM {table}").fetchone(), table
+    assert [r["status"] for r in store.runs(here)] == [r["status"] for r in store.runs(there)]
