@@ -377,11 +377,12 @@ def _run_remote(args) -> int:
         launched = remote.launch(host, text, extra)
     except remote.RemoteError as exc:
         raise CliError(str(exc)) from None
-    print(f"draftbench: started on {host.label} (pid {launched.pid}); its database: {launched.db}", file=sys.stderr)
+    print(f"remote: started on {host.label} (pid {launched.pid}); its database: {launched.db}", file=sys.stderr)
     return _follow_remote(args, host, launched)
 
 
 def _follow_remote(args, host, launched) -> int:
+    # Progress lines start with "remote:", not "draftbench:", which the app shows as a warning.
     import threading
 
     from workbench import remote, store
@@ -392,7 +393,7 @@ def _follow_remote(args, host, launched) -> int:
         raise CliError(str(exc)) from None
     out = open(args.events, "a", encoding="utf-8", buffering=1) if args.events else sys.stdout
     stream = remote.Stream(host, launched, local, out,
-                           on_status=lambda s: print(f"draftbench: {s}", file=sys.stderr))
+                           on_status=lambda s: print(f"remote: {s}", file=sys.stderr))
 
     def stop_there(signum, frame):
         # SIGTERM (the app's Stop) stops the sweep on the host; its end still streams back here.
@@ -409,7 +410,7 @@ def _follow_remote(args, host, launched) -> int:
         stream.stop()
         print(f"draftbench: stopped following; the run goes on on {host.label} (pid {launched.pid})", file=sys.stderr)
         return 130
-    print(f"draftbench: {stream.lag_summary()}", file=sys.stderr)
+    print(f"remote: {stream.lag_summary()}", file=sys.stderr)
     failed = local.execute("SELECT count(*) FROM runs WHERE experiment_id IN (SELECT experiment_id FROM sweeps "
                            "WHERE pid = ? AND events_path = ?) AND status = 'failed'",
                            [launched.pid, launched.events]).fetchone()[0]
@@ -421,7 +422,7 @@ def _stop_remote(host, launched) -> None:
 
     try:
         remote.stop(host, launched)
-        print(f"draftbench: asked {host.label} to stop the sweep", file=sys.stderr)
+        print(f"remote: asked {host.label} to stop the sweep", file=sys.stderr)
     except remote.RemoteError as exc:
         print(f"draftbench: could not stop the sweep: {exc}", file=sys.stderr)
 
