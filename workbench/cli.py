@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--adaptive", action="store_true",
+                   help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
     r.add_argument("--log", help="write messages (stderr) to this file")
     r.add_argument("--own-group", action="store_true",
@@ -142,6 +144,8 @@ def _run(args) -> int:
         p = plan.load(args.plan, available_modules=modules)
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
+    if args.adaptive:
+        p.mode = "adaptive"
     from workbench import sanity
 
     existing = None
@@ -154,6 +158,12 @@ def _run(args) -> int:
     for warning in sanity.for_plan(p, existing):
         print(f"draftbench: warning: {warning}", file=sys.stderr)
     if args.dry_run:
+        if p.mode == "adaptive":
+            from workbench import adaptive, recommend
+
+            print("adaptive: the baseline and these N first; other N only where predicted best:")
+            for c in adaptive.contexts(p):
+                print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
             for r in runs:
@@ -173,8 +183,12 @@ def _run(args) -> int:
         except OSError:
             pass  # already a session leader
     emit = runner.file_events(args.events) if args.events else runner.print_event
+    if p.mode == "adaptive":
+        from workbench.adaptive import AdaptiveRunner as runner_class
+    else:
+        runner_class = runner.Runner
     try:
-        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
+        r = runner_class(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -287,6 +301,13 @@ def _show(args) -> int:
     header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
     print(_table(header, [[r["method"], r["n"], r["workload"], r["concurrency"], r["status"], r["mal"],
                            r["acceptance_rate"], r["output_tok_s"], r["speedup"], r["per_position"]] for r in table]))
+    if "recommendations" in db.table_names():
+        lines = [row[0] for row in db.execute("SELECT summary FROM recommendations WHERE experiment_id = ? ORDER BY id",
+                                              [exp])]
+        if lines:
+            print("\nadaptive sweep (docs/recommend-n.md):")
+            for line in lines:
+                print(f"  {line}")
     return 0
 
 

@@ -6,13 +6,14 @@ import hashlib
 import json
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from workbench import demo, methods, workloads
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEMO_PREFIX = "demo:"
+MODES = ("exhaustive", "adaptive")
 
 
 class PlanError(ValueError):
@@ -77,10 +78,26 @@ class Plan:
     runs: list[Run] = field(default_factory=list)
     health_timeout_s: float = 600.0
     skipped: list[str] = field(default_factory=list)
+    mode: str = "exhaustive"  # or "adaptive": N chosen by prediction (workbench.adaptive)
+    identity: str | None = None  # a part of a plan keeps the whole plan's experiment
+    order: dict[str, int] | None = None  # and the whole plan's run order
 
     @property
     def hash(self) -> str:
-        return _hash({"name": self.name, "runs": [r.key for r in self.runs]})
+        if self.identity:
+            return self.identity
+        doc = {"name": self.name, "runs": [r.key for r in self.runs]}
+        if self.mode != "exhaustive":
+            doc["mode"] = self.mode  # keeps the hashes of exhaustive plans as they were
+        return _hash(doc)
+
+    def seq(self, index: int, run: Run) -> int:
+        return self.order[run.key] if self.order else index
+
+    def part(self, runs: list[Run]) -> "Plan":
+        """Some of this plan's runs, recorded in the same experiment and order as the whole plan."""
+        return replace(self, runs=runs, identity=self.hash,
+                       order=self.order or {r.key: i for i, r in enumerate(self.runs)})
 
     def servers(self) -> list[tuple[Server, list[Run]]]:
         """Runs grouped by server configuration, in plan order: one launch serves each group."""
@@ -158,7 +175,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{Path(path).name} is not valid TOML: {exc}") from None
     base = base or Path.cwd()
-    known = {"name", "target", "methods", "workload", "server"}
+    known = {"name", "target", "methods", "workload", "server", "sweep"}
     for key in doc:
         if key not in known:
             raise PlanError(f"unknown top-level key {key!r}; expected {', '.join(sorted(known))}")
@@ -183,6 +200,16 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     env = tuple(sorted((str(k), str(v)) for k, v in env.items()))
     health_timeout = _number(server_t, "health_timeout_s", 600, 5, 7200, "server")
     per_request = bool(server_t.get("per_request_metrics", True))
+
+    sweep_t = doc.get("sweep", {})
+    if not isinstance(sweep_t, dict):
+        raise PlanError("[sweep] must be a table")
+    unknown = set(sweep_t) - {"mode"}
+    if unknown:
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode")
+    mode = sweep_t.get("mode", "exhaustive")
+    if mode not in MODES:
+        raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
 
     w = doc.get("workload", {})
     if not isinstance(w, dict):
@@ -261,4 +288,4 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                     runs.append(Run(server, workload, c, request_rate, rep, num_prompts,
                                     max_tokens, float(temperature), float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
-    return Plan(name, text, path, runs, float(health_timeout), skipped)
+    return Plan(name, text, path, runs, float(health_timeout), skipped, mode)

@@ -111,20 +111,23 @@ class Runner:
         self.sweep_id: int | None = None
         self.experiment_id: int | None = None
         self._prompts: dict[str, list[workloads.Prompt]] = {}  # a benchmark is read (or fetched) once per sweep
+        self.ids: dict[str, int] = {}
+        self.done = 0
+        self.launches = 0
+        self.t0 = time.time()
 
     # --- bookkeeping -------------------------------------------------------------------------
-    def _register(self) -> tuple[int, dict[str, int]]:
+    def _register(self, part: Plan) -> tuple[int, dict[str, int]]:
         host = host_info()
-        self.warnings = sanity.for_runs(self.plan, self.db)
-        exp_id = store.experiment_for(self.db, self.plan.name, self.plan.hash, self.plan.text,
-                                      self.plan.path, host)
+        self.warnings = sanity.for_runs(part, self.db)
+        exp_id = store.experiment_for(self.db, part.name, part.hash, part.text, part.path, host)
         ids: dict[str, int] = {}
         with self.db.conn:
-            for seq, r in enumerate(self.plan.runs):
+            for index, r in enumerate(part.runs):
                 row = self.db.execute("SELECT id, status FROM runs WHERE experiment_id=? AND key=?",
                                       [exp_id, r.key]).fetchone()
                 if row is None:
-                    ids[r.key] = self.db["runs"].insert(self._run_row(exp_id, seq, r, host)).last_pk
+                    ids[r.key] = self.db["runs"].insert(self._run_row(exp_id, part.seq(index, r), r, host)).last_pk
                     continue
                 ids[r.key] = row[0]
                 if row[1] != "completed":
@@ -184,30 +187,48 @@ class Runner:
 
     # --- the sweep -----------------------------------------------------------------------------
     def run(self) -> dict:
-        t0 = time.time()
-        exp_id, ids = self._register()
+        pending = self.register(self.plan)
+        self.start_sweep(len(self.plan.runs), len(pending))
+        self.execute(pending)
+        return self.finish_sweep()
+
+    def register(self, part: Plan) -> list[Run]:
+        """Registers the runs of `part` (the whole plan, or what an adaptive sweep chose to run
+        next) in the plan's experiment, and returns those not completed yet."""
+        exp_id, ids = self._register(part)
         self.experiment_id = exp_id
+        self.ids.update(ids)
         status = {r["id"]: r["status"] for r in store.runs(self.db, "experiment_id = ?", [exp_id])}
-        pending = [r for r in self.plan.runs if status[ids[r.key]] != "completed"]
+        return [r for r in part.runs if status[ids[r.key]] != "completed"]
+
+    def start_sweep(self, runs: int, pending: int) -> None:
+        self.t0 = time.time()
         with self.db.conn:
             self.sweep_id = self.db["sweeps"].insert({
-                "experiment_id": exp_id, "pid": os.getpid(), "host": platform.node(),
-                "events_path": self.events_path, "started": t0, "heartbeat": t0, "status": "running",
-                "runs_total": len(self.plan.runs), "runs_pending": len(pending)}).last_pk
-        self.emit({"event": "sweep_started", "experiment": exp_id, "db": str(self.db_path),
-                   "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped,
+                "experiment_id": self.experiment_id, "pid": os.getpid(), "host": platform.node(),
+                "events_path": self.events_path, "started": self.t0, "heartbeat": self.t0, "status": "running",
+                "runs_total": runs, "runs_pending": pending}).last_pk
+        self.emit({"event": "sweep_started", "experiment": self.experiment_id, "db": str(self.db_path),
+                   "runs": runs, "pending": pending, "skipped": self.plan.skipped,
                    "warnings": sanity.for_plan(self.plan, self.db)})
-        done = 0
-        for server, runs in self.plan.servers():
-            todo = [r for r in runs if status[ids[r.key]] != "completed"]
-            if not todo or self.cancelled:
-                continue
-            done += self._serve(server, todo, ids, len(pending), done)
+
+    def execute(self, pending: list[Run], total: int | None = None) -> None:
+        """One server per configuration, in plan order, for the given runs (see `register`)."""
+        total = total or len(pending)
+        by_server: dict[str, tuple[Server, list[Run]]] = {}
+        for r in pending:
+            by_server.setdefault(r.server.key, (r.server, []))[1].append(r)
+        for server, todo in by_server.values():
+            if self.cancelled:
+                break
+            self.done += self._serve(server, todo, self.ids, total, self.done)
+
+    def finish_sweep(self, extra: dict | None = None) -> dict:
         counts = {row[0]: row[1] for row in self.db.execute(
-            "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [exp_id])}
-        summary = {"event": "sweep_finished", "experiment": exp_id, "seconds": time.time() - t0,
+            "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [self.experiment_id])}
+        summary = {"event": "sweep_finished", "experiment": self.experiment_id, "seconds": time.time() - self.t0,
                    "completed": counts.get("completed", 0), "failed": counts.get("failed", 0),
-                   "cancelled": self.cancelled}
+                   "cancelled": self.cancelled, **(extra or {})}
         self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
         return summary
@@ -234,6 +255,7 @@ class Runner:
         with self.db.conn:
             for r in todo:
                 self.db["runs"].update(ids[r.key], {"command": command, "argv": json.dumps(spec.vllm_args)})
+        self.launches += 1
         self.emit({"event": "server_starting", "run": self.log_run_id, "command": command})
         try:
             srv.start(preexec=_die_with_parent)

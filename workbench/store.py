@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RUN_COLUMNS = {
     "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
@@ -88,7 +88,20 @@ def _v3(db: sqlite_utils.Database) -> None:
             db[table].add_column(column, kind)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}
+def _v4(db: sqlite_utils.Database) -> None:
+    # What an adaptive sweep concluded per method x workload x concurrency: the recommended N,
+    # the speedup predicted for it before it was confirmed, the one measured, and the runs it took.
+    db["recommendations"].create({
+        "id": int, "experiment_id": int, "target": str, "method": str, "draft": str, "options": str,
+        "workload": str, "concurrency": int, "family": str, "best_n": int, "predicted_speedup": float,
+        "predicted_half_width": float, "measured_speedup": float, "uncertain": int, "runner_up": int,
+        "runs_used": int, "runs_total": int, "measured_n": str, "alpha": float, "beta": float,
+        "curve": str, "summary": str, "created": float,
+    }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")], if_not_exists=True)
+    db["recommendations"].create_index(["experiment_id"], if_not_exists=True)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
 
 
 def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
