@@ -179,6 +179,9 @@ class ExperimentPage(QWidget):
         self.ignore_eos = QCheckBox("ignore EOS (forces every answer to max tokens)")
         self.ignore_eos.setToolTip("Generation continues past the end of each answer: output lengths become fixed, "
                                    "but drafting padding text distorts acceptance")
+        self.adaptive = QCheckBox("adaptive N (predict the best N instead of running every N)")
+        self.adaptive.setToolTip("Runs the baseline, the largest and the smallest N, predicts speedup for every N, "
+                                 "then runs only the predicted best (and a close rival); see docs/recommend-n.md")
 
         form = QFormLayout()
         form.addRow("Name", self.name)
@@ -201,6 +204,7 @@ class ExperimentPage(QWidget):
         wf.addRow("Temperature", self.temperature)
         wf.addRow("top-p", self.top_p)
         wf.addRow("", self.ignore_eos)
+        wf.addRow("", self.adaptive)
 
         form_widget = QWidget()
         fl = QVBoxLayout(form_widget)
@@ -247,6 +251,7 @@ class ExperimentPage(QWidget):
         self.dtype.currentIndexChanged.connect(self.validate_timer.start)
         self.enforce_eager.toggled.connect(self.validate_timer.start)
         self.ignore_eos.toggled.connect(self.validate_timer.start)
+        self.adaptive.toggled.connect(self.validate_timer.start)
         self.workloads.itemChanged.connect(self.validate_timer.start)
 
     # --- form <-> plan document -----------------------------------------------------------------
@@ -310,6 +315,7 @@ class ExperimentPage(QWidget):
         self.temperature.setValue(float(w.get("temperature", 0.0)))
         self.top_p.setValue(float(w.get("top_p", 1.0)))
         self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
+        self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
         self._server = doc.get("server", {})
         self._extra_args = t.get("extra_args")
         self.validate()
@@ -335,6 +341,8 @@ class ExperimentPage(QWidget):
                 **({"ignore_eos": True} if self.ignore_eos.isChecked() else {}),
             },
         }
+        if self.adaptive.isChecked():
+            doc["sweep"] = {"mode": "adaptive"}
         if getattr(self, "_server", None):
             doc["server"] = self._server
         return doc
@@ -400,7 +408,9 @@ class ExperimentPage(QWidget):
             if existing is not None:
                 existing.conn.close()
         warned = "".join(f"<br><span style='color:#E69F00'>⚠ {html.escape(w)}</span>" for w in self.warnings)
-        self.status.setText(f"{len(p.runs)} runs on {len(p.servers())} server launches · {where}{skipped}{warned}")
+        launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
+                    else f"{len(p.servers())} server launches")
+        self.status.setText(f"{len(p.runs)} runs on {launches} · {where}{skipped}{warned}")
         self.current = p
         self.run_button.setEnabled(self.vllm.found and not self.running)
         return p

@@ -8,19 +8,20 @@ import os
 import sys
 from pathlib import Path
 
-from workbench import compare, paths, report, store
+from workbench import compare, paths, recommend, report, store
 
-CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "concurrency", "by_category", "by_prompt_length")
+CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
+               "by_prompt_length")
 DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
-           "mal": "efficiency", "concurrency": "concurrency", "by_category": "by_category",
-           "by_prompt_length": "by_prompt_length"}
+           "mal": "efficiency", "prediction": "prediction", "concurrency": "concurrency",
+           "by_category": "by_category", "by_prompt_length": "by_prompt_length"}
 
 
 def all_data(rows: list[dict], db_path: str | Path | None) -> tuple[list, dict]:
     """Configurations and every chart's data, per-request attribution included when the database is known."""
     cs = compare.configs(rows)
     data = compare.chart_data(cs)
-    data.update({"by_category": [], "by_prompt_length": []})
+    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": []})
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:

@@ -1,5 +1,5 @@
 """Adaptive sweeps on real vLLM CPU servers (demo target, n-gram N = 1..5, concurrency 1) judged
-against the exhaustive sweep of the same plan.
+against the exhaustive sweep of the same plan, and the prediction drawn on the Compare page.
 
 The exhaustive sweep shares the adaptive sweep's measurements: after the adaptive sweep, the N it
 skipped are run into the same experiment, which then holds every N of the plan, each from its
@@ -15,6 +15,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import pyqtgraph as pg
 import pytest
 
 from workbench import compare, plan, recommend, store
@@ -130,3 +131,28 @@ def test_a_finished_adaptive_sweep_resumes_to_the_same_answer_without_launching(
     assert shown.returncode == 0, shown.stderr
     assert f"  {first[0]}" in shown.stdout.splitlines()
 
+
+def test_compare_page_draws_the_prediction_beside_the_measured_points(sweep, qtbot):
+    from app.charts import PREDICTION_TIP
+    from app.compare_page import ComparePage
+
+    rows = store.runs(store.open_db(sweep.path, readonly=True))
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.set_runs(rows, sweep.path)
+    item = page.plots["prediction"].getPlotItem()
+    assert page.plots["prediction"].toolTip() == PREDICTION_TIP
+    rec = next(iter(recommend.from_configs(compare.configs(rows)).values()))
+    bands = [i for i in item.items if isinstance(i, pg.FillBetweenItem)]
+    assert len(bands) == 1 and "95% interval" in bands[0].toolTip()
+    low, high = (c.getData()[1] for c in bands[0].curves)
+    assert list(low) == pytest.approx([p.low for p in rec.curve])
+    assert list(high) == pytest.approx([p.high for p in rec.curve])
+    lines = {d.name(): d for d in item.listDataItems() if d.name()}
+    predicted = lines["ngram · builtin · c=1 · predicted"]
+    assert list(predicted.getData()[0]) == [1, 2, 3, 4, 5]
+    assert list(predicted.getData()[1]) == pytest.approx([p.speedup for p in rec.curve])
+    assert f"best N = {rec.best_n}" in predicted.toolTip()
+    every = {c.n: c for c in compare.configs(rows) if c.method == "ngram"}
+    assert list(lines["ngram · builtin · c=1 · measured"].getData()[1]) == pytest.approx(
+        [every[n].speedup for n in range(1, 6)])

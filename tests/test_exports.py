@@ -92,4 +92,4 @@ def test_compare_page_draws_the_runs(qtbot, qtmodeltester, rows, sweep_db, tmp_p
     assert len(curves) == 2
     assert page.plots["throughput"].getPlotItem().listDataItems()
     written = page.export_to(tmp_path)
-    assert len(written) == 7 * 5 and all(p.stat().st_size > 0 for p in written)
+    assert len(written) == 8 * 5 and all(p.stat().st_size > 0 for p in written)

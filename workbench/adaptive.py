@@ -44,7 +44,7 @@ class Context:
         return (_method_key(r) == self.method and r.workload == self.workload
                 and r.concurrency == self.concurrency)
 
-    def config_key(self, c: compare.Config) -> bool:
+    def owns(self, c: compare.Config) -> bool:
         row = c.rows[0]
         return ((row["method"], row.get("draft"), json.dumps(dict(self.method[2]))) ==
                 (self.method[0], self.method[1], row.get("options")) and row["workload"] == self.workload
@@ -117,7 +117,7 @@ class AdaptiveRunner(Runner):
         for ctx in self.contexts:
             ctx.measured = {n for n in ctx.ns if all(r.key in done for r in self.plan.runs
                                                      if ctx.matches(r) and r.server.n == n)}
-            spec[id(ctx)] = [c for c in cs if c.method != "baseline" and ctx.config_key(c) and c.n in ctx.measured]
+            spec[id(ctx)] = [c for c in cs if c.method != "baseline" and ctx.owns(c) and c.n in ctx.measured]
         probed = {id(ctx): [c for c in spec[id(ctx)] if c.n in recommend.probes(ctx.ns)] for ctx in self.contexts}
         noise_probes = recommend.noise(baselines + [c for g in probed.values() for c in g])
         noise_all = recommend.noise(baselines + [c for g in spec.values() for c in g])

@@ -22,8 +22,8 @@ from workbench import methods
 from workbench.compare import Config, t95
 
 Z95 = 1.96
-# Relative standard error of one run's output throughput when no repeats measure it: 2%, the
-# spread seen between repeats of the same configuration on an idle machine (docs/recommend-n.md).
+# Relative standard deviation of one run's output throughput, assumed only when no repeats
+# measure it (the reference study publishes none); plans that rely on intervals use repeats >= 2.
 DEFAULT_REL_SE = 0.02
 
 FAMILIES = {
@@ -145,12 +145,6 @@ class Recommendation:
     @property
     def best(self) -> Prediction:
         return self.at(self.best_n)
-
-    def summary(self) -> str:
-        p = self.best
-        measured = "not measured" if p.measured is None else f"{p.measured:.2f}"
-        return (f"best N = {self.best_n}, predicted speedup {p.speedup:.2f} ± {p.half_width:.2f}, "
-                f"measured {measured}" + (f" (uncertain: N={self.runner_up} is within noise)" if self.uncertain else ""))
 
 
 def predict(survival: Survival, line: CostLine, ns: list[int] | None = None, baseline_rel_se: float = 0.0,
@@ -276,4 +270,17 @@ def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE) -> di
             out[key] = for_group(group, None, pooled, dof, default_rel_se)
         except RecommendError:
             continue
+    return out
+
+
+def chart_rows(cs: list[Config]) -> list[dict]:
+    """The Compare chart of speedup against N: per method x workload x concurrency, the predicted
+    speedup with its 95% interval at every N up to N_max, and the measured speedup where run."""
+    out = []
+    for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
+        series = f"{key[2]} · {key[5]} · c={key[6]}"
+        for p in rec.curve:
+            out.append({"series": series, "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
+                        "measured": p.measured, "measured_ci95": p.measured_half_width, "best_n": rec.best_n,
+                        "uncertain": rec.uncertain, "family": rec.family})
     return out
