@@ -18,6 +18,7 @@ class RunFeed:
         "positions": "t, position, acceptance",
         "requests": "idx, ttft_ms, itl_mean_ms",
         "logs": "line",
+        "telemetry": 't, device, physical, "index", util_pct, power_w, mem_used_mib',
     }
     TABLES = tuple(COLUMNS)
 
@@ -26,6 +27,7 @@ class RunFeed:
         self.run_id = run_id
         self.last = {t: 0 for t in self.TABLES}
         self._conn: sqlite3.Connection | None = None
+        self._tables: set[str] = set()
 
     def _connection(self) -> sqlite3.Connection | None:
         if self._conn is None:
@@ -34,6 +36,8 @@ class RunFeed:
             except store.StoreError:
                 return None
             self._conn = db.conn
+            # Databases written before telemetry existed (schema < 4) lack its table.
+            self._tables = set(db.table_names())
         return self._conn
 
     def poll(self) -> dict[str, list[sqlite3.Row]]:
@@ -43,6 +47,8 @@ class RunFeed:
             return out
         try:
             for table, columns in self.COLUMNS.items():
+                if table not in self._tables:
+                    continue
                 rows = conn.execute(f"SELECT id, {columns} FROM {table} WHERE run_id = ? AND id > ? ORDER BY id",
                                     [self.run_id, self.last[table]]).fetchall()
                 if rows:

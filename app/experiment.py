@@ -15,7 +15,8 @@ from PySide6.QtWidgets import (
 )
 
 from app import theme
-from workbench import datasets, engine, launch, methods, plan, sanity, store, workloads
+from app.profile_form import ProfileForm
+from workbench import datasets, engine, gpus, launch, methods, plan, profiles, sanity, store, workloads
 
 METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
 
@@ -124,6 +125,7 @@ class ExperimentPage(QWidget):
         self.current: plan.Plan | None = None
         self.running = False
         self.rows: list[MethodRow] = []
+        self.host_platform = gpus.detect()[0]
 
         self.name = QLineEdit()
         self.target = QLineEdit()
@@ -211,6 +213,8 @@ class ExperimentPage(QWidget):
         target_group = QGroupBox("Target")
         target_group.setLayout(form)
         fl.addWidget(target_group)
+        self.profile_form = ProfileForm()
+        fl.addWidget(self.profile_form)
         fl.addWidget(methods_group)
         fl.addWidget(work)
         fl.addStretch(1)
@@ -253,6 +257,7 @@ class ExperimentPage(QWidget):
         self.ignore_eos.toggled.connect(self.validate_timer.start)
         self.adaptive.toggled.connect(self.validate_timer.start)
         self.workloads.itemChanged.connect(self.validate_timer.start)
+        self.profile_form.changed.connect(self.validate_timer.start)
 
     # --- form <-> plan document -----------------------------------------------------------------
     def _add_row(self, entry: dict) -> None:
@@ -318,7 +323,17 @@ class ExperimentPage(QWidget):
         self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
         self._server = doc.get("server", {})
         self._extra_args = t.get("extra_args")
+        try:
+            self.profile_form.set_profile(profiles.resolve(doc.get("profile"), self._base()))
+        except profiles.ProfileError as exc:
+            self.status.setText(f"<span style='color:#D55E00'>Launch profile: {html.escape(str(exc))}</span>")
         self.validate()
+
+    def _base(self) -> Path:
+        return self.plan_path.parent if self.plan_path else Path.cwd()
+
+    def local_kind(self) -> bool:
+        return self.profile_form.kind.currentData() == "local"
 
     def document(self) -> dict:
         target = {"model": self.target.text().strip(), "max_model_len": self.max_model_len.value(),
@@ -345,6 +360,12 @@ class ExperimentPage(QWidget):
             doc["sweep"] = {"mode": "adaptive"}
         if getattr(self, "_server", None):
             doc["server"] = self._server
+        try:
+            profile = self.profile_form.table()
+        except profiles.ProfileError as exc:
+            raise plan.PlanError(str(exc)) from None
+        if profile != {"kind": "local"}:
+            doc["profile"] = profile
         return doc
 
     def text(self) -> str:
@@ -386,7 +407,7 @@ class ExperimentPage(QWidget):
         base = self.plan_path.parent if self.plan_path else Path.cwd()
         try:
             p = plan.loads(self.text(), path=str(self.plan_path or "plan.toml"), base=base,
-                           available_modules=self.modules)
+                           available_modules=self.modules if self.local_kind() else None)
         except plan.PlanError as exc:
             self.current = None
             self.status.setText(f"<span style='color:#D55E00'>Cannot run: {exc}</span>")
@@ -395,11 +416,18 @@ class ExperimentPage(QWidget):
             return None
         lines = []
         for server, runs in p.servers():
-            lines.append(launch.prepare(server, self.vllm, 0).command.replace("--port 0", "--port PORT"))
+            lines.append(launch.prepare(server, self.vllm, 0, self.host_platform).command
+                         .replace("--port 0", "--port PORT").replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
             lines += [f"    {r.label}" for r in runs]
         self.commands.setPlainText("\n".join(lines))
-        where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
-                 else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
+        profile = p.runs[0].server.profile if p.runs else profiles.Profile()
+        if profile.kind == "attach":
+            where = f"measuring the server at {profile.base_url} (not started or stopped by Draftbench)"
+        elif profile.kind == "docker":
+            where = "vLLM in a docker container"
+        else:
+            where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
+                     else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
         skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
         existing = self._existing_db()
         try:
@@ -412,7 +440,7 @@ class ExperimentPage(QWidget):
                     else f"{len(p.servers())} server launches")
         self.status.setText(f"{len(p.runs)} runs on {launches} · {where}{skipped}{warned}")
         self.current = p
-        self.run_button.setEnabled(self.vllm.found and not self.running)
+        self.run_button.setEnabled((self.vllm.found or not self.local_kind()) and not self.running)
         return p
 
     def _existing_db(self):
@@ -430,5 +458,6 @@ class ExperimentPage(QWidget):
 
     def set_running(self, running: bool) -> None:
         self.running = running
-        self.run_button.setEnabled(not running and self.current is not None and self.vllm.found)
+        self.run_button.setEnabled(not running and self.current is not None
+                                   and (self.vllm.found or not self.local_kind()))
         self.run_button.setText("Sweep running…" if running else "Run sweep")

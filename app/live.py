@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 from app import theme
 from app.theme import integer_ticks
 from app.dbpoll import RunFeed
+from workbench import telemetry
 
 TIPS = {
     "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
@@ -24,6 +25,12 @@ TIPS = {
     "acceptance": "MAL (mean acceptance length) = 1 + accepted / drafts: tokens produced per target step. "
                   "Acceptance rate = accepted / drafted tokens. Both cumulative over the measurement window.",
     "throughput": "Output tokens/s between two scrapes of /metrics (vLLM's generation_tokens counter).",
+    "gpu_power": "Power draw per GPU, from NVML (NVIDIA) or amd-smi (AMD) about once a second, and its "
+                 "sum over the GPUs a tensor-parallel run uses. Indices are the ones vLLM sees; the vendor "
+                 "tool's physical index is given where they differ. Energy per output token = the "
+                 "integral of the summed power over the measurement window / output tokens.",
+    "gpu_util": "Utilisation per GPU (share of time a kernel ran, as the vendor tool reports it) and the "
+                "host's CPU utilisation (psutil).",
     "latency": "Per request: TTFT = time to the first streamed token; ITL = mean gap between streamed "
                "chunks (one chunk can hold several tokens under speculation).",
 }
@@ -124,6 +131,15 @@ class LivePage(QWidget):
         self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
                                               symbolBrush=theme.color(4))
 
+        self.power_plot = _plot("GPU power", "watts (W)", "time (s, from the run's first reading)", TIPS["gpu_power"])
+        self.power_plot.addLegend(offset=(-10, 10))
+        self.util_plot = _plot("GPU and CPU utilisation", "utilisation (%)", "time (s, from the run's first reading)",
+                               TIPS["gpu_util"])
+        self.util_plot.addLegend(offset=(-10, 10))
+        self.util_plot.setYRange(0, 105)
+        self.telemetry: list[tuple] = []
+        self.telemetry_curves: dict[tuple[str, str], pg.PlotDataItem] = {}
+
         self.log = QPlainTextEdit(readOnly=True)
         self.log.setMaximumBlockCount(1000)
         self.log.setToolTip("The vLLM server's output for this run")
@@ -138,6 +154,8 @@ class LivePage(QWidget):
         grid.addWidget(self.acc_plot, 0, 1)
         grid.addWidget(self.tps_plot, 1, 0)
         grid.addWidget(self.lat_plot, 1, 1)
+        grid.addWidget(self.power_plot, 2, 0)
+        grid.addWidget(self.util_plot, 2, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addLayout(top)
@@ -160,6 +178,12 @@ class LivePage(QWidget):
         self.samples.clear()
         self.requests.clear()
         self.positions = []
+        self.telemetry = []
+        for (kind, _), curve in self.telemetry_curves.items():
+            (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
+        self.telemetry_curves = {}
+        for plot in (self.power_plot, self.util_plot):
+            plot.getPlotItem().legend.clear()
         self.log.clear()
         self._draw_siblings()
         self.poll()
@@ -190,6 +214,8 @@ class LivePage(QWidget):
             rows = np.array(new["requests"], dtype=float)
             rows[:, 0] += 1
             self.requests.extend(rows)
+        if new.get("telemetry"):
+            self.telemetry.extend(new["telemetry"])
         if new["logs"]:
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
@@ -219,6 +245,24 @@ class LivePage(QWidget):
         self.bars.setOpts(x=np.arange(1, len(self.positions) + 1), height=self.positions)
         self.ttft_scatter.setData(self.requests.column(0), self.requests.column(1))
         self.itl_scatter.setData(self.requests.column(0), self.requests.column(2))
+        self._draw_telemetry()
+
+    def _draw_telemetry(self) -> None:
+        if not self.telemetry:
+            return
+        t0 = self.telemetry[0][0]
+        for i, (name, s) in enumerate(telemetry.series(self.telemetry).items()):
+            t = np.asarray(s["t"]) - t0
+            for kind, plot, values in (("power", self.power_plot, s["power"]), ("util", self.util_plot, s["util"])):
+                if np.all(np.isnan(values)):
+                    continue
+                curve = self.telemetry_curves.get((kind, name))
+                if curve is None:
+                    dashed = name == "all GPUs"
+                    curve = plot.plot(name=name, pen=pg.mkPen(theme.color(i), width=2,
+                                                              style=Qt.DashLine if dashed else Qt.SolidLine))
+                    self.telemetry_curves[(kind, name)] = curve
+                curve.setData(t, np.asarray(values, float), connect="finite")
 
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: dict) -> None:

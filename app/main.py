@@ -15,6 +15,7 @@ from app.compare_page import ComparePage
 from app.experiment import ExperimentPage
 from app.history import HistoryPage
 from app.live import LivePage
+from app.models_page import ModelsPage
 from app.sweep import Sweep
 from workbench import __version__, engine, paths, plan, store
 
@@ -43,17 +44,20 @@ class MainWindow(QMainWindow):
         self.live = LivePage()
         self.history = HistoryPage()
         self.compare = ComparePage()
+        self.models = ModelsPage()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.experiment, "Experiment")
         self.tabs.addTab(self.live, "Live")
         self.tabs.addTab(self.history, "History")
         self.tabs.addTab(self.compare, "Compare")
+        self.tabs.addTab(self.models, "Models")
         self.setCentralWidget(self.tabs)
 
         self.experiment.run_requested.connect(self.start_sweep)
         self.live.stop_requested.connect(self.stop_sweep)
         self.history.open_in_live.connect(self.open_run)
         self.history.compare.connect(self.compare_runs)
+        self.models.new_experiment.connect(self.new_experiment)
         self._menus()
 
         last_plan = self.settings.value("plan/last")
@@ -91,7 +95,7 @@ class MainWindow(QMainWindow):
         self._action(s, "&Run", "Ctrl+R", self.experiment.request_run, "Validate the plan and start the sweep")
         self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
         v = self.menuBar().addMenu("&View")
-        for i, name in enumerate(("Experiment", "Live", "History", "Compare")):
+        for i, name in enumerate(("Experiment", "Live", "History", "Compare", "Models")):
             self._action(v, name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
         h = self.menuBar().addMenu("&Help")
         self._action(h, "&About Draftbench", None, self.about)
@@ -163,6 +167,11 @@ class MainWindow(QMainWindow):
     def compare_runs(self, rows: list[dict]) -> None:
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
+
+    def new_experiment(self, doc: dict) -> None:
+        self.experiment.set_document(doc)
+        self.experiment.plan_path = None
+        self.tabs.setCurrentWidget(self.experiment)
 
     def open_run(self, run_id: int) -> None:
         self.live.show_run(self.db_path, run_id)
@@ -248,6 +257,7 @@ class MainWindow(QMainWindow):
                 return
             if answer == "stop":
                 self.sweep.stop()
+        self.models.shutdown()
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         event.accept()

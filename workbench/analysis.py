@@ -48,6 +48,8 @@ def speedup_table(db: sqlite_utils.Database, experiment_id: int) -> list[dict]:
             "mal": _f(r["mal"], ".2f"), "acceptance_rate": _f(r["acceptance_rate"], ".3f"),
             "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(speedup(r, baselines), ".2f"),
             "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
+            "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
+            "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
         })
     return table
 
@@ -71,5 +73,23 @@ def run_summary(db: sqlite_utils.Database, r: dict) -> list[tuple[str, str]]:
         ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),
         ("TPOT mean (ms)", _f(r["tpot_mean_ms"], ".1f")),
         ("prompts seen before", "yes" if r["prompts_seen_before"] else "no"),
-        ("vLLM", f"{r['vllm_version']} (torch {r['torch_version']})"), ("command", r["command"] or ""),
+        ("vLLM", f"{r['vllm_version']} (torch {r['torch_version']})"),
+        ("energy (J) / J per token", f"{_f(r.get('energy_j'), '.0f')} / {_f(r.get('joules_per_token'), '.3f')}"),
+        ("GPU power mean (W), util mean (%)", f"{_f(r.get('power_mean_w'), '.0f')}, {_f(r.get('gpu_util_mean'), '.0f')}"),
+        ("GPU memory peak (MiB)", _f(r.get("gpu_mem_peak_mib"), ".0f")),
+        ("environment", _environment(r.get("environment"))),
+        ("command", r["command"] or ""),
     ]
+
+
+def _environment(text: str | None) -> str:
+    if not text:
+        return "-"
+    env = json.loads(text)
+    parts = [env.get("kind", "local") + (f" profile {env['profile']}" if env.get("profile") else "")]
+    if env.get("gpu_models"):
+        parts.append(f"{len(env['gpu_models'])} x {env['gpu_models'][0]}")
+    for key, label in (("driver", "driver"), ("cuda", "CUDA"), ("rocm", "ROCm"), ("vllm_server", "vLLM server")):
+        if env.get(key):
+            parts.append(f"{label} {env[key]}")
+    return ", ".join(parts)

@@ -71,6 +71,22 @@ def _parser() -> argparse.ArgumentParser:
     ib.add_argument("--target", help="the target model (default: the file's model_id)")
     ib.add_argument("--workload", help="a name for the prompts (default: the file's label or name)")
 
+    sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)")
+    nw = sub.add_parser("new", help="write an experiment plan from a catalog pair")
+    nw.add_argument("--pair", required=True, help="a pair name from `draftbench catalog`")
+    nw.add_argument("--out", help="plan file to write (default: PAIR.toml; never overwrites)")
+
+    pl = sub.add_parser("pull", help="download a model from the Hugging Face Hub into the shared cache (resumes)")
+    pl.add_argument("repo", help="owner/name on the Hub")
+    pl.add_argument("--revision", help="branch, tag or commit (default main)")
+    pl.add_argument("--include", action="append", help="only files matching this pattern (repeatable)")
+    pl.add_argument("--dry-run", action="store_true", help="print the files and the size, download nothing")
+
+    md = sub.add_parser("models", help="the models in the Hugging Face cache; search the Hub; delete from the cache")
+    md.add_argument("--search", metavar="Q", help="search the Hub instead of listing the cache")
+    md.add_argument("--delete", metavar="REPO", help="remove a model from the cache")
+    md.add_argument("--json", action="store_true")
+
     eb = sub.add_parser("export-bench", help="write a run as a `vllm bench serve` result JSON file")
     eb.add_argument("run", type=int)
     eb.add_argument("--db", default=None)
@@ -91,7 +107,8 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench,
-                "workloads": _workloads}[args.command](args)
+                "workloads": _workloads, "catalog": _catalog, "new": _new,
+                "pull": _pull, "models": _models}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -137,11 +154,16 @@ def _run(args) -> int:
         os.dup2(log.fileno(), sys.stderr.fileno())
     from workbench import demo, engine, launch, plan, runner, store
 
-    vllm = engine.probe(args.vllm_python)
-    # A dry run shows every launch, including methods whose package the vLLM environment lacks.
-    modules = None if args.dry_run else engine.optional_modules(vllm)
     try:
-        p = plan.load(args.plan, available_modules=modules)
+        p = plan.load(args.plan)
+        profile = p.runs[0].server.profile if p.runs else None
+        # The interpreter: --vllm-python, else the plan's profile, else the default.
+        vllm = engine.probe(args.vllm_python or (profile.python if profile else None))
+        # A dry run shows every launch, including methods whose package the vLLM environment
+        # lacks; a docker or attached server's packages cannot be asked from here.
+        local = profile is None or profile.kind == "local"
+        if not args.dry_run and local:
+            p = plan.load(args.plan, available_modules=engine.optional_modules(vllm))
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
     if args.adaptive:
@@ -157,7 +179,11 @@ def _run(args) -> int:
             raise CliError(str(exc)) from None
     for warning in sanity.for_plan(p, existing):
         print(f"draftbench: warning: {warning}", file=sys.stderr)
+    _preflight(p, vllm)
     if args.dry_run:
+        from workbench import gpus
+
+        host_platform = gpus.detect()[0]
         if p.mode == "adaptive":
             from workbench import adaptive, recommend
 
@@ -165,11 +191,12 @@ def _run(args) -> int:
             for c in adaptive.contexts(p):
                 print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
         for server, runs in p.servers():
-            print(launch.prepare(server, vllm, 0).command.replace("--port 0", "--port PORT"))
+            print(launch.prepare(server, vllm, 0, host_platform).command.replace("--port 0", "--port PORT")
+                  .replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
             for r in runs:
                 print(f"    {r.label}")
         return 0
-    if not vllm.found:
+    if local and not vllm.found:
         raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
     if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
@@ -204,6 +231,25 @@ def _run(args) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
+def _preflight(p, vllm) -> None:
+    """Draft/target compatibility and memory before any server starts: an incompatible pair stops
+    the run; warnings are shown and the run goes on."""
+    from workbench import compat, memory
+
+    shown: set[str] = set()
+    for label, verdict in compat.for_plan(p):
+        if verdict.level == compat.ERROR:
+            raise CliError(f"{label}: {verdict.message}")
+        if verdict.level == compat.WARNING and verdict.message not in shown:
+            shown.add(verdict.message)
+            print(f"draftbench: warning: {label}: {verdict.message}", file=sys.stderr)
+    if vllm.build in ("cpu", "cuda", "rocm"):
+        for label, warning in memory.for_plan(p, vllm):
+            if warning not in shown:
+                shown.add(warning)
+                print(f"draftbench: warning: {label}: {warning}", file=sys.stderr)
+
+
 def _workloads(args) -> int:
     from workbench import datasets, workloads
 
@@ -224,6 +270,105 @@ def _workloads(args) -> int:
     print(f"{len(prompts)} prompts in {args.name}")
     for p in shown:
         print(f"\n[{p.id}] ({p.family})\n{p.text}")
+    return 0
+
+
+def _catalog(args) -> int:
+    from workbench import catalog
+
+    try:
+        pairs = catalog.load()
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    rows = [[p.name, p.method, p.draft, p.target, ",".join(map(str, p.n)),
+             "yes" if p.gated else "no", p.publisher] for p in pairs]
+    print(_table(["pair", "method", "draft", "target", "N", "gated", "publisher"], rows))
+    return 0
+
+
+def _new(args) -> int:
+    from workbench import catalog
+
+    try:
+        pair = catalog.get(args.pair)
+        text = catalog.plan_text(pair)
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out or f"{pair.name}.toml")
+    if out.exists():
+        raise CliError(f"{out} already exists; choose another --out")
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror}") from None
+    print(out)
+    if pair.gated:
+        print(f"draftbench: note: {pair.name} needs a Hugging Face token whose account accepted the licence "
+              f"of {pair.target if pair.target_gated else pair.draft}", file=sys.stderr)
+    return 0
+
+
+def _pull(args) -> int:
+    import time
+
+    from workbench import hub
+
+    try:
+        info = hub.remote(args.repo, args.revision) if not hub.offline() else None
+        if args.dry_run:
+            if info is None:
+                raise CliError("a dry run asks the Hub for sizes, and offline mode is on (HF_HUB_OFFLINE=1)")
+            for f in info.files:
+                print(f"{hub.human(f.size):>10}  {f.path}")
+            print(f"{hub.human(info.size):>10}  in all ({info.repo} @ {info.sha[:12]})")
+            return 0
+        if info is not None:
+            print(f"draftbench: {info.repo}: {hub.human(info.size)} in {len(info.files)} files", file=sys.stderr)
+        last = [0.0]
+
+        def progress(done: int, total: int, name: str) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.5 or done >= total:
+                last[0] = now
+                pct = 100.0 * done / total if total else 100.0
+                print(f"[{pct:5.1f}%] {hub.human(done)} / {hub.human(total)}  {name}", file=sys.stderr, flush=True)
+
+        folder = hub.Download(args.repo, args.revision, args.include, progress).run()
+    except hub.HubError as exc:
+        raise CliError(str(exc)) from None
+    print(folder)
+    return 0
+
+
+def _models(args) -> int:
+    from workbench import hub
+
+    try:
+        if args.delete:
+            freed = hub.delete(args.delete)
+            print(f"removed {args.delete} from {hub.cache_dir()} ({hub.human(freed)} freed)")
+            return 0
+        if args.search is not None:
+            hits = hub.search(args.search)
+            if args.json:
+                print(json.dumps([h.__dict__ for h in hits], indent=1))
+                return 0
+            print(_table(["repo", "downloads", "likes", "gated", "task"],
+                         [[h.repo, str(h.downloads or 0), str(h.likes or 0), "yes" if h.gated else "no",
+                           h.pipeline or ""] for h in hits]))
+            return 0
+        rows = hub.cached()
+    except hub.HubError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print(json.dumps([{"repo": r.repo, "size": r.size, "files": r.files, "revisions": list(r.revisions),
+                           "refs": list(r.refs), "partial": r.partial, "path": str(r.path)} for r in rows], indent=1))
+        return 0
+    token = "present" if hub.token_present() else "not set"
+    print(f"cache: {hub.cache_dir()}   token: {token}   offline: {'yes' if hub.offline() else 'no'}")
+    print(_table(["repo", "size", "files", "refs", "partial download"],
+                 [[r.repo, hub.human(r.size), str(r.files), ",".join(r.refs),
+                   hub.human(r.partial) if r.partial else ""] for r in rows]))
     return 0
 
 
@@ -289,7 +434,7 @@ def _show(args) -> int:
             print(json.dumps(row, indent=1, default=str))
             return 0
         for key, value in analysis.run_summary(db, row):
-            print(f"{key:<22} {value}")
+            print(f"{key:<34} {value}")
         return 0
     exp = args.experiment or (db.execute("SELECT max(id) FROM experiments").fetchone() or [None])[0]
     if exp is None:
@@ -299,8 +444,11 @@ def _show(args) -> int:
         print(json.dumps(table, indent=1))
         return 0
     header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
-    print(_table(header, [[r["method"], r["n"], r["workload"], r["concurrency"], r["status"], r["mal"],
-                           r["acceptance_rate"], r["output_tok_s"], r["speedup"], r["per_position"]] for r in table]))
+    keys = ["method", "n", "workload", "concurrency", "status", "mal", "acceptance_rate", "output_tok_s",
+            "speedup", "per_position"]
+    if any(r["joules_per_token"] for r in table):  # only where GPU power was measured
+        header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
+    print(_table(header, [[r[k] for k in keys] for r in table]))
     if "recommendations" in db.table_names():
         lines = [row[0] for row in db.execute("SELECT summary FROM recommendations WHERE experiment_id = ? ORDER BY id",
                                               [exp])]

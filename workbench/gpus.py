@@ -62,3 +62,76 @@ def detect() -> tuple[str, list[Gpu]]:
         if gpus:
             return "cuda", gpus
     return "none", []
+
+
+def parse_cuda_version(nvidia_smi_banner: str) -> str | None:
+    """'| NVIDIA-SMI 580.95.05   Driver Version: 580.95.05   CUDA Version: 13.0 |'."""
+    import re
+
+    m = re.search(r"CUDA Version:\s*([\d.]+)", nvidia_smi_banner)
+    return m.group(1) if m else None
+
+
+def parse_amd_smi_version(text: str) -> dict:
+    """`amd-smi version --json`: a list of one object with rocm_version, amdgpu_version ..."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    item = data[0] if isinstance(data, list) and data else data if isinstance(data, dict) else {}
+    return {k: item.get(k) for k in ("rocm_version", "amdgpu_version", "amdsmi_library_version") if item.get(k)}
+
+
+def environment(platform: str) -> dict:
+    """What a run's numbers depend on besides vLLM: GPU models, driver and CUDA/ROCm versions."""
+    env: dict = {"platform": platform}
+    if platform == "cuda":
+        out = _run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+        if out:
+            rows = [line.rsplit(",", 1) for line in out.strip().splitlines() if "," in line]
+            env["gpu_models"] = [r[0].strip() for r in rows]
+            env["driver"] = rows[0][1].strip() if rows else None
+        banner = _run(["nvidia-smi"])
+        env["cuda"] = parse_cuda_version(banner or "")
+    elif platform == "rocm":
+        env["gpu_models"] = [g.name for g in detect()[1]]
+        info = Path("/opt/rocm/.info/version")
+        if info.exists():
+            env["rocm"] = info.read_text().strip()
+        version = parse_amd_smi_version(_run(["amd-smi", "version", "--json"]) or "")
+        env["rocm"] = env.get("rocm") or version.get("rocm_version")
+        driver = Path("/sys/module/amdgpu/version")
+        env["driver"] = driver.read_text().strip() if driver.exists() else version.get("amdgpu_version")
+    return env
+
+
+def parse_nvidia_smi_memory(text: str) -> list[int]:
+    """`nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits`: MiB per line."""
+    return [int(float(line.strip())) * 1024 * 1024 for line in text.splitlines() if line.strip()]
+
+
+def parse_amd_smi_vram(text: str) -> list[int]:
+    """`amd-smi static --vram --json`: a list of {gpu, vram: {size: {value, unit}}}."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    sizes = []
+    for d in data if isinstance(data, list) else data.get("gpu_data", []):
+        size = (d.get("vram") or {}).get("size") or {}
+        value = size.get("value") if isinstance(size, dict) else size
+        unit = size.get("unit", "MB") if isinstance(size, dict) else "MB"
+        if isinstance(value, (int, float)):
+            sizes.append(int(value * (1024 ** 3 if unit.upper().startswith("G") else 1024 ** 2)))
+    return sizes
+
+
+def memory_totals() -> list[int]:
+    """Bytes of memory of each visible GPU (physical order), empty when none is visible."""
+    amd = _run(["amd-smi", "static", "--vram", "--json"])
+    if amd:
+        sizes = parse_amd_smi_vram(amd)
+        if sizes:
+            return sizes
+    nvidia = _run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
+    return parse_nvidia_smi_memory(nvidia) if nvidia else []

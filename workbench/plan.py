@@ -9,7 +9,8 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from workbench import demo, methods, workloads
+from workbench import demo, methods, profiles, workloads
+from workbench.profiles import Profile
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEMO_PREFIX = "demo:"
@@ -34,13 +35,25 @@ class Server:
     env: tuple[tuple[str, str], ...]
     enforce_eager: bool
     per_request_metrics: bool
+    profile: Profile = Profile()
 
     @property
     def key(self) -> str:
-        return _hash(asdict(self))
+        fields = asdict(self)
+        del fields["profile"]
+        if not self.profile.is_default:
+            # Keys of plans written before profiles existed stay the same (their runs resume).
+            fields["profile"] = self.profile.key_fields()
+        return _hash(fields)
 
     def speculative_config(self) -> dict | None:
-        return methods.speculative_config(self.method, self.n, self.draft, dict(self.options))
+        options = dict(self.options)
+        m = methods.get(self.method)
+        tp = self.profile.tensor_parallel_size
+        if tp > 1 and m.draft != "none" and "draft_tensor_parallel_size" not in options:
+            # Said outright rather than left to vLLM's default, so the stored command shows it.
+            options["draft_tensor_parallel_size"] = self.profile.draft_tensor_parallel_size or tp
+        return methods.speculative_config(self.method, self.n, self.draft, options)
 
 
 @dataclass(frozen=True)
@@ -175,7 +188,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{Path(path).name} is not valid TOML: {exc}") from None
     base = base or Path.cwd()
-    known = {"name", "target", "methods", "workload", "server", "sweep"}
+    known = {"name", "target", "methods", "workload", "server", "profile", "sweep"}
     for key in doc:
         if key not in known:
             raise PlanError(f"unknown top-level key {key!r}; expected {', '.join(sorted(known))}")
@@ -200,6 +213,13 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     env = tuple(sorted((str(k), str(v)) for k, v in env.items()))
     health_timeout = _number(server_t, "health_timeout_s", 600, 5, 7200, "server")
     per_request = bool(server_t.get("per_request_metrics", True))
+
+    try:
+        profile = profiles.resolve(doc.get("profile"), base)
+    except profiles.ProfileError as exc:
+        raise PlanError(str(exc)) from None
+    if profile.kind == "attach" and extra_args:
+        raise PlanError("target.extra_args cannot apply to an attached server: it is already running")
 
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
@@ -275,13 +295,23 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                 methods.speculative_config(spec.name, n, draft, options)
             except methods.MethodError as exc:
                 raise PlanError(f"{where}: {exc}") from None
+            dtp = options.get("draft_tensor_parallel_size")
+            if dtp is not None and dtp not in (1, profile.tensor_parallel_size):
+                raise PlanError(f"{where}: draft_tensor_parallel_size must be 1 or the target's "
+                                f"tensor_parallel_size ({profile.tensor_parallel_size}), not {dtp}")
             entries.append((spec.name, n, draft, options))
 
+    if profile.kind == "attach":
+        # An attached server runs one fixed configuration: the plan only says what it is.
+        if len(entries) > 2:
+            raise PlanError("an attached server runs one configuration: list at most one method with one N "
+                            "(the one it was started with)")
+        entries = entries[-1:]
     runs: list[Run] = []
     for method, n, draft, options in entries:
         server = Server(target, served_name, method, n, draft, tuple(sorted(options.items())),
                         max_model_len, dtype, extra_args, env, enforce_eager,
-                        per_request and method != "baseline")
+                        per_request and method != "baseline", profile)
         for workload in names:
             for c in concurrency:
                 for rep in range(1, repeats + 1):

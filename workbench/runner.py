@@ -18,8 +18,9 @@ import sys
 import time
 from typing import Callable
 
-from workbench import engine, gpus, launch, load, metrics, sanity, store, workloads
+from workbench import engine, gpus, launch, load, metrics, sanity, store, telemetry, workloads
 from workbench.plan import Plan, Run, Server
+from workbench.profiles import Profile
 
 import httpx
 
@@ -94,13 +95,40 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
     }
 
 
+def per_request_window(results: list[load.RequestResult]) -> dict:
+    """On an attached server the counters include everyone's traffic; vLLM's per-request figures
+    cover Draftbench's own requests only, so they replace the counter window where every request
+    has them (same definitions: MAL = 1 + accepted / drafts)."""
+    ok = [r for r in results if r.ok]
+    if not ok or not all(r.spec and r.spec.get("num_spec_steps") is not None for r in ok):
+        return {}
+    drafts = sum(r.spec["num_spec_steps"] for r in ok)
+    drafted = sum(r.spec.get("num_draft_tokens", 0) for r in ok)
+    accepted = sum(r.spec.get("num_accepted_draft_tokens", 0) for r in ok)
+    out = {"drafts": drafts, "draft_tokens": drafted, "accepted": accepted,
+           "mal": 1 + accepted / drafts if drafts else None,
+           "acceptance_rate": accepted / drafted if drafted else None}
+    hists = [r.spec.get("acceptance_histogram") for r in ok]
+    if all(isinstance(h, list) for h in hists) and hists:
+        width = max(len(h) for h in hists)
+        total = [sum(h[i] for h in hists if i < len(h)) for i in range(width)]
+        steps = sum(total)
+        if steps:
+            out["per_position"] = json.dumps([sum(total[i + 1:]) / steps for i in range(width - 1)])
+    return out
+
+
 class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S,
                  events_path: str | None = None):
         self.plan = plan
         self.db_path = db_path
-        self.vllm = vllm or engine.probe()
+        self.profile = plan.runs[0].server.profile if plan.runs else Profile()
+        self.vllm = vllm or engine.probe(self.profile.python)
+        self.host_platform = "none"
+        self.environment: dict = {}
+        self.sampler: telemetry.Sampler | None = None
         self.emit = emit
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
@@ -119,6 +147,8 @@ class Runner:
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self, part: Plan) -> tuple[int, dict[str, int]]:
         host = host_info()
+        self.host_platform = host["accelerator"]
+        self.environment = gpus.environment(self.host_platform)
         self.warnings = sanity.for_runs(part, self.db)
         exp_id = store.experiment_for(self.db, part.name, part.hash, part.text, part.path, host)
         ids: dict[str, int] = {}
@@ -132,14 +162,14 @@ class Runner:
                 ids[r.key] = row[0]
                 if row[1] != "completed":
                     # Interrupted or failed before: everything it wrote goes, and it runs again.
-                    for table in ("samples", "positions", "requests", "logs"):
+                    for table in store.RUN_TABLES:
                         self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [row[0]])
                     self.db["runs"].update(row[0], {"status": "pending", "error": None, "log_tail": None})
         return exp_id, ids
 
     def _run_row(self, exp_id: int, seq: int, r: Run, host: dict) -> dict:
         s = r.server
-        spec = launch.prepare(s, self.vllm, 0)
+        spec = launch.prepare(s, self.vllm, 0, self.host_platform)
         return {
             "experiment_id": exp_id, "key": r.key, "seq": seq, "server_key": s.key,
             "target": s.target, "method": s.method, "draft": s.draft, "n": s.n,
@@ -151,6 +181,7 @@ class Runner:
             "command": spec.command.replace("--port 0", "--port PORT"),
             "env": json.dumps(spec.env), "vllm_version": self.vllm.version,
             "torch_version": self.vllm.torch, "host": json.dumps(host),
+            "profile": json.dumps(s.profile.to_table()),
         }
 
     def _tick(self) -> bool:
@@ -159,6 +190,7 @@ class Runner:
         if self.sweep_id is not None and now - getattr(self, "_last_beat", 0.0) > 5.0:
             self._last_beat = now
             self._flush_logs()
+            self._flush_telemetry()
             with self.db.conn:
                 self.db["sweeps"].update(self.sweep_id, {"heartbeat": now})
         return self.cancelled
@@ -178,8 +210,26 @@ class Runner:
             with self.db.conn:
                 self.db["logs"].insert_all(rows)
 
+    def _flush_telemetry(self) -> None:
+        if self.sampler is None or self.log_run_id is None:
+            return
+        readings = self.sampler.drain()
+        if readings:
+            with self.db.conn:
+                self.db["telemetry"].insert_all([x.row(self.log_run_id) for x in readings])
+
+    def _start_telemetry(self) -> None:
+        """GPU readings only where the server runs on this host; an attached server elsewhere
+        gets none (this host's GPUs say nothing about it)."""
+        local = self.profile.kind != "attach" or launch.is_loopback(self.profile.base_url)
+        platform = self.profile.gpu_platform(self.host_platform) if local else "none"
+        sources, what = telemetry.sources_for(platform, self.profile.gpus, host=local)
+        self.sampler = telemetry.Sampler(sources).start() if sources else None
+        self.environment["telemetry"] = what or "none"
+
     def _fail(self, run_id: int, error: str, log_tail: str) -> None:
         self._flush_logs()
+        self._flush_telemetry()
         with self.db.conn:
             self.db["runs"].update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
                                             "finished": time.time()})
@@ -189,7 +239,10 @@ class Runner:
     def run(self) -> dict:
         pending = self.register(self.plan)
         self.start_sweep(len(self.plan.runs), len(pending))
-        self.execute(pending)
+        try:
+            self.execute(pending)
+        finally:
+            self.stop_telemetry()
         return self.finish_sweep()
 
     def register(self, part: Plan) -> list[Run]:
@@ -211,6 +264,13 @@ class Runner:
         self.emit({"event": "sweep_started", "experiment": self.experiment_id, "db": str(self.db_path),
                    "runs": runs, "pending": pending, "skipped": self.plan.skipped,
                    "warnings": sanity.for_plan(self.plan, self.db)})
+        self._start_telemetry()
+
+    def stop_telemetry(self) -> None:
+        if self.sampler:
+            self.sampler.stop()
+            self._flush_telemetry()
+            self.sampler = None
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
         """One server per configuration, in plan order, for the given runs (see `register`)."""
@@ -248,24 +308,39 @@ class Runner:
                 self.db["sweeps"].update(self.sweep_id, {"finished": time.time(), "status": status})
 
     def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int) -> int:
-        spec = launch.prepare(server, self.vllm, launch.free_port())
-        srv = launch.LocalServer(spec, on_line=self._on_line)
+        spec = launch.prepare(server, self.vllm, launch.free_port(), self.host_platform)
+        if spec.kind == "attach":
+            key_env = server.profile.api_key_env
+            srv = launch.AttachedServer(spec, api_key=os.environ.get(key_env) if key_env else None)
+        else:
+            srv = launch.LocalServer(spec, on_line=self._on_line)
         self.log_run_id = ids[todo[0].key]
         command = spec.command
         with self.db.conn:
             for r in todo:
                 self.db["runs"].update(ids[r.key], {"command": command, "argv": json.dumps(spec.vllm_args)})
         self.launches += 1
-        self.emit({"event": "server_starting", "run": self.log_run_id, "command": command})
+        self.emit({"event": "server_starting", "run": self.log_run_id, "command": command, "kind": spec.kind})
         try:
+            if spec.kind == "attach" and key_env and not srv.api_key:
+                raise launch.LaunchError(f"the profile names {key_env} for the server's API key, "
+                                         "but that variable is not set")
             srv.start(preexec=_die_with_parent)
             seconds = srv.wait_healthy(self.plan.health_timeout_s, cancelled=self._tick)
+            if spec.kind == "attach" and server.served_name not in srv.served_models:
+                raise launch.LaunchError(f"the attached server serves {', '.join(srv.served_models) or 'no model'}, "
+                                         f"not {server.served_name!r}: set target.served_name to its name")
             self.emit({"event": "server_ready", "seconds": round(seconds, 1), "port": spec.port})
         except launch.LaunchError as exc:
             srv.stop()
             for r in todo:
                 self._fail(ids[r.key], str(exc), exc.log_tail)
             return len(todo)
+        environment = {**self.environment, "profile": server.profile.name, "kind": spec.kind,
+                       "vllm_server": launch.server_version(spec.base_url)}
+        with self.db.conn:
+            for r in todo:
+                self.db["runs"].update(ids[r.key], {"environment": json.dumps(environment)})
         seen: set[str] = set()
         try:
             for r in todo:
@@ -326,6 +401,7 @@ class Runner:
         async with httpx.AsyncClient(timeout=10.0) as client:
             before = await self._scrape(client, metrics_url)
             t_start = time.perf_counter()
+            t_wall0 = time.time()
             state = {"done": 0, "out": 0, "last": before, "rows": []}
 
             def on_result(res: load.RequestResult) -> None:
@@ -349,15 +425,26 @@ class Runner:
                 except (asyncio.CancelledError, httpx.HTTPError):
                     pass
             wall = time.perf_counter() - t_start
+            t_wall1 = time.time()
             if not srv.alive:
                 raise RunFailed("vLLM server died during the run: "
-                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {srv.proc.returncode}"))
+                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {getattr(srv.proc, 'returncode', '?')}"))
             after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
         seen.update(p.id for p in prompts)
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
             raise RunFailed(f"every request failed: {failed[0].error}")
-        return summarize(results, metrics.window(before, after), wall)
+        summary = summarize(results, metrics.window(before, after), wall)
+        if srv.spec.kind == "attach":
+            summary.update(per_request_window(results))
+        self._flush_telemetry()
+        rows = list(self.db["telemetry"].rows_where("run_id = ? AND t >= ? AND t <= ?",
+                                                    [run_id, t_wall0 - 1.0, t_wall1 + 1.0]))
+        figures = telemetry.energy(rows, t_wall0, t_wall1)
+        if figures.get("energy_j") is not None and summary["output_tokens"]:
+            figures["joules_per_token"] = figures["energy_j"] / summary["output_tokens"]
+        summary.update(figures)
+        return summary
 
     async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
         snap = await self._scrape(client, url)
@@ -380,6 +467,7 @@ class Runner:
                       "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         rows, state["rows"] = state["rows"], []
         self._flush_logs()
+        self._flush_telemetry()
         with self.db.conn:
             self.db["sweeps"].update(self.sweep_id, {"heartbeat": time.time()})
             self.db["samples"].insert(sample)

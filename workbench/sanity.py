@@ -15,6 +15,11 @@ IGNORE_EOS = ("ignore_eos forces generation past the end of each answer, and dra
 SUFFIX_REUSE = ("suffix decoding caches earlier outputs: this run's prompts were already sent to the same "
                 "server, so its acceptance is inflated")
 
+ATTACHED = ("attached server: its counters include any other traffic it serves, so acceptance comes "
+            "from vLLM's per-request figures for Draftbench's own requests where the server reports "
+            "them (--per-request-spec-decode-metrics); throughput and per-position figures still "
+            "include foreign traffic")
+
 
 def _mismatch(plan: Plan, db: sqlite_utils.Database | None) -> list[str]:
     """Runs already in the database for the same target under other sampling settings."""
@@ -48,6 +53,8 @@ def for_runs(plan: Plan, db: sqlite_utils.Database | None = None) -> dict[str, l
                 w.append(RANDOM)
             if r.ignore_eos:
                 w.append(IGNORE_EOS)
+            if server.profile.kind == "attach":
+                w.append(ATTACHED)
             if server.method == "suffix" and any(o.workload == r.workload for o in runs[:i]):
                 w.append(SUFFIX_REUSE)
             out[r.key] = w

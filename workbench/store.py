@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 RUN_COLUMNS = {
     "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
@@ -89,6 +89,21 @@ def _v3(db: sqlite_utils.Database) -> None:
 
 
 def _v4(db: sqlite_utils.Database) -> None:
+    # Launch profiles and GPU telemetry: the environment a run had (GPU model, driver, CUDA/ROCm,
+    # vLLM and torch versions, the profile), readings at ~1 Hz, and the energy figures they give.
+    for column, kind in (("profile", str), ("environment", str), ("energy_j", float),
+                         ("joules_per_token", float), ("power_mean_w", float), ("gpu_util_mean", float),
+                         ("gpu_mem_peak_mib", float)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+    db["telemetry"].create({
+        "id": int, "run_id": int, "t": float, "device": str, "physical": int, "index": int, "name": str,
+        "util_pct": float, "mem_used_mib": float, "mem_total_mib": float, "power_w": float, "temp_c": float,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")], if_not_exists=True)
+    db["telemetry"].create_index(["run_id", "id"], if_not_exists=True)
+
+
+def _v5(db: sqlite_utils.Database) -> None:
     # What an adaptive sweep concluded per method x workload x concurrency: the recommended N,
     # the speedup predicted for it before it was confirmed, the one measured, and the runs it took.
     db["recommendations"].create({
@@ -101,7 +116,8 @@ def _v4(db: sqlite_utils.Database) -> None:
     db["recommendations"].create_index(["experiment_id"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}
+RUN_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
 
 
 def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
@@ -206,6 +222,7 @@ def active_sweeps(db: sqlite_utils.Database, stale_after_s: float = 120.0) -> li
 
 def delete_run(db: sqlite_utils.Database, run_id: int) -> None:
     with db.conn:
-        for table in ("samples", "positions", "requests", "logs"):
-            db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        for table in RUN_TABLES:
+            if table in db.table_names():
+                db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM runs WHERE id = ?", [run_id])

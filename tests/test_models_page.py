@@ -1,0 +1,106 @@
+"""The Models page offscreen, against tests/hubserver.py: a local stand-in for the Hugging Face Hub
+(unreachable here). Downloads go through huggingface_hub into a tmp HF_HOME."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel
+
+from app.models_page import PROGRESS_STEPS, ModelsPage
+from test_hub import stand_in  # noqa: F401 - the stand-in Hub fixture
+
+import pytest
+
+
+@pytest.fixture
+def page(qtbot, stand_in):  # noqa: F811
+    p = ModelsPage()
+    qtbot.addWidget(p)
+    p.show()
+    qtbot.waitExposed(p)
+    yield p
+    p.shutdown()
+
+
+def select(view, model, key: str, value: str) -> None:
+    row = next(i for i in range(model.rowCount()) if model.row(i)[key] == value)
+    view.selectionModel().select(model.index(row, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+
+
+def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in):  # noqa: F811
+    assert "token: not set" in page.token.text()
+    page.search_box.setText("acme")
+    page.search_button.click()
+    qtbot.waitUntil(lambda: page.results.rowCount() == 2, timeout=10000)
+    assert [page.results.row(i)["repo"] for i in range(2)] == ["acme/big-target", "acme/tiny-draft"]
+
+    select(page.results_view, page.results, "repo", "acme/big-target")
+    page.size_button.click()
+    qtbot.waitUntil(lambda: page.results.row(0)["size"] is not None, timeout=10000)
+    assert page.results.data(page.results.index(0, 4)) == "41.9 MB"
+
+    stand_in.delay_s = 0.003
+    values: list[int] = []
+    page.bar.valueChanged.connect(values.append)
+    page.download_button.click()
+    assert page.cancel_button.isEnabled() and not page.download_button.isEnabled()
+    qtbot.waitUntil(lambda: page.status.text().startswith("Downloaded into"), timeout=60000)
+    moving = [v for v in values if 0 < v < PROGRESS_STEPS]
+    assert len(set(moving)) >= 2 and moving == sorted(moving)  # it moved, forwards, before the end
+    assert page.bar.value() == PROGRESS_STEPS
+    qtbot.waitUntil(lambda: page.cache.rowCount() == 1, timeout=5000)
+    assert page.cache.row(0)["repo"] == "acme/big-target" and page.download_button.isEnabled()
+
+    page.ask_delete = lambda repo, size: True
+    select(page.cache_view, page.cache, "repo", "acme/big-target")
+    page.delete_button.click()
+    qtbot.waitUntil(lambda: page.cache.rowCount() == 0, timeout=5000)
+    assert "41.9 MB freed" in page.status.text()
+
+
+def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):  # noqa: F811
+    stand_in.delay_s = 0.004
+    page.start_download("acme/big-target")
+    qtbot.waitUntil(lambda: 0 < page.bar.value(), timeout=60000)
+    page.cancel_button.click()
+    qtbot.waitUntil(lambda: "cancelled" in page.status.text(), timeout=30000)
+    qtbot.waitUntil(lambda: page.download is None and page.download_button.isEnabled(), timeout=10000)
+    assert page.cache.rowCount() == 1 and page.cache.row(0)["partial"] > 0
+
+
+def test_gated_repo_is_explained_with_its_page(page, qtbot, stand_in, monkeypatch):  # noqa: F811
+    opened = []
+    monkeypatch.setattr("app.models_page.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
+    page.start_download("google/gated-assistant")
+    qtbot.waitUntil(lambda: page.gated_button.isVisible(), timeout=10000)
+    assert "is gated" in page.gated.text() and "HF_TOKEN" in page.gated.text()
+    page.gated_button.click()
+    assert opened == [f"{stand_in.url}/google/gated-assistant"]
+
+
+def test_new_experiment_from_a_catalog_pair(page, qtbot):
+    select(page.catalog_view, page.catalog, "name", "qwen3-8b-speculator-eagle3")
+    with qtbot.waitSignal(page.new_experiment, timeout=2000) as sig:
+        page.new_button.click()
+    doc = sig.args[0]
+    assert doc["target"]["model"] == "Qwen/Qwen3-8B"
+    assert doc["methods"] == [{"method": "eagle3", "draft": "RedHatAI/Qwen3-8B-speculator.eagle3", "n": [1, 2, 3, 4, 5]}]
+
+
+def test_models_pass_qtmodeltester(page, qtmodeltester):
+    qtmodeltester.check(page.catalog)
+    qtmodeltester.check(page.cache)
+
+
+def test_the_main_window_fills_the_experiment_page(qtbot, tmp_path, vllm_install, stand_in):  # noqa: F811
+    from app.main import MainWindow
+
+    w = MainWindow(tmp_path / "results.sqlite", vllm_install)
+    qtbot.addWidget(w)
+    assert w.tabs.tabText(4) == "Models"
+    select(w.models.catalog_view, w.models.catalog, "name", "demo-first4layers")
+    w.models.new_button.click()
+    assert w.tabs.currentWidget() is w.experiment
+    assert w.experiment.target.text() == "demo:smollm2-135m"
+    assert [r.method.currentData() for r in w.experiment.rows] == ["draft_model"]
+    qtbot.waitUntil(lambda: w.experiment.run_button.isEnabled(), timeout=5000)
+    w.models.shutdown()

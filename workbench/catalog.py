@@ -1,0 +1,118 @@
+"""Known draft/target pairs (resources/catalog.toml) and the experiment plan each one starts."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench import methods, paths, plan
+
+FIELDS = ("name", "draft", "target", "method", "n", "draft_gated", "target_gated", "publisher", "source")
+
+
+class CatalogError(ValueError):
+    """A one-line reason the catalog or a pair cannot be used."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str
+    draft: str
+    target: str
+    method: str
+    n: tuple[int, ...]
+    draft_gated: bool
+    target_gated: bool
+    publisher: str
+    source: str
+
+    @property
+    def gated(self) -> bool:
+        return self.draft_gated or self.target_gated
+
+    @property
+    def is_demo(self) -> bool:
+        return self.target.startswith(plan.DEMO_PREFIX)
+
+    def page_url(self, which: str = "draft") -> str | None:
+        repo = self.draft if which == "draft" else self.target
+        return None if repo.startswith(plan.DEMO_PREFIX) else f"https://huggingface.co/{repo}"
+
+
+def catalog_path() -> Path:
+    return paths.resources_dir() / "catalog.toml"
+
+
+def load(path: Path | None = None) -> list[Pair]:
+    path = path or catalog_path()
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"cannot read the catalog {path.name}: {exc}") from None
+    pairs = []
+    for i, entry in enumerate(doc.get("pair", []), 1):
+        missing = [f for f in FIELDS if f not in entry]
+        if missing:
+            raise CatalogError(f"catalog pair #{i} lacks {missing[0]!r}")
+        methods.get(entry["method"])
+        pairs.append(Pair(**{f: entry[f] for f in FIELDS if f != "n"}, n=tuple(entry["n"])))
+    names = [p.name for p in pairs]
+    if len(set(names)) != len(names):
+        raise CatalogError("the catalog names a pair twice")
+    return pairs
+
+
+def get(name: str, pairs: list[Pair] | None = None) -> Pair:
+    pairs = pairs if pairs is not None else load()
+    for p in pairs:
+        if p.name == name:
+            return p
+    close = [p.name for p in pairs if name.lower() in p.name.lower()]
+    hint = f"; did you mean {', '.join(close[:3])}?" if close else "; `draftbench catalog` lists them"
+    raise CatalogError(f"no pair named {name!r} in the catalog{hint}")
+
+
+def for_target(target: str, pairs: list[Pair] | None = None) -> list[Pair]:
+    """The published drafts for a target repo (case-insensitive, as the Hub treats repo ids)."""
+    return [p for p in (pairs if pairs is not None else load()) if p.target.lower() == target.lower()]
+
+
+def plan_document(pair: Pair) -> dict:
+    """A plan (as a TOML document) that sweeps the pair's recommended N values against the baseline."""
+    target: dict = {"model": pair.target, "max_model_len": 2048 if pair.is_demo else 4096, "dtype": "auto"}
+    if pair.is_demo:
+        target.update(served_name="smollm2", dtype="bfloat16", enforce_eager=True)
+    doc: dict = {
+        "name": pair.name,
+        "target": target,
+        "methods": [{"method": pair.method, "draft": pair.draft, "n": list(pair.n)}],
+        "workload": {"names": ["builtin"], "num_prompts": 8 if pair.is_demo else 32,
+                     "max_tokens": 64 if pair.is_demo else 256, "concurrency": [1, 4] if pair.is_demo else [1, 8],
+                     "repeats": 1, "temperature": 0.0},
+    }
+    if pair.is_demo:
+        doc["server"] = {"health_timeout_s": 300}
+    return doc
+
+
+def _value(v) -> str:
+    # Flat values only: strings, numbers, booleans and lists of them, which TOML writes as JSON does.
+    return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
+
+
+def plan_text(pair: Pair) -> str:
+    """The plan as a TOML file a person would write: short inline arrays, one table per section."""
+    doc = plan_document(pair)
+    lines = [f"# {pair.draft} drafting for {pair.target} ({pair.method}); from {pair.source}",
+             f"name = {_value(doc['name'])}"]
+    for key, table in doc.items():
+        if isinstance(table, dict):
+            lines += ["", f"[{key}]"] + [f"{k} = {_value(v)}" for k, v in table.items()]
+        elif isinstance(table, list):
+            for item in table:
+                lines += ["", f"[[{key}]]"] + [f"{k} = {_value(v)}" for k, v in item.items()]
+    text = "\n".join(lines) + "\n"
+    plan.loads(text)  # a catalog pair always makes a valid plan
+    return text

@@ -1,0 +1,389 @@
+"""Checkpoints on the Hugging Face Hub through huggingface_hub: search, sizes, downloads into the
+shared cache (the one vLLM reads) with progress, cancel and resume, the cache's contents, gated repos.
+
+The token is whatever huggingface_hub finds (HF_TOKEN, or `hf auth login`); Draftbench only ever
+asks whether one is present and never stores, logs or exports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from huggingface_hub import HfApi, constants, get_token, scan_cache_dir, snapshot_download
+from huggingface_hub import errors as hub_errors
+from huggingface_hub.file_download import get_hf_file_metadata, hf_hub_url, http_get, repo_folder_name
+from huggingface_hub.utils import WeakFileLock, build_hf_headers
+
+import httpx
+
+Progress = Callable[[int, int, str], None]  # bytes done, bytes in all, file being fetched
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class HubError(Exception):
+    """A one-line reason a Hub operation failed."""
+
+
+class GatedError(HubError):
+    """The repo needs a token whose account accepted its licence; `url` is the page to accept it on."""
+
+    def __init__(self, message: str, repo: str, url: str):
+        super().__init__(message)
+        self.repo = repo
+        self.url = url
+
+
+class Cancelled(HubError):
+    """The download was cancelled; what was fetched so far stays in the cache and is resumed next time."""
+
+
+# Read at call time (not at import, as huggingface_hub's constants are) so tests and the app can
+# point at another endpoint or cache without restarting.
+def endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def cache_dir() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path(constants.HF_HUB_CACHE)
+
+
+def offline() -> bool:
+    value = os.environ.get("HF_HUB_OFFLINE")
+    return constants.HF_HUB_OFFLINE if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def token_present() -> bool:
+    return bool(get_token())
+
+
+def model_page(repo: str) -> str:
+    return f"{endpoint()}/{repo}"
+
+
+def _api() -> HfApi:
+    return HfApi(endpoint=endpoint())
+
+
+def check_repo_id(repo: str) -> str:
+    repo = repo.strip()
+    if not REPO_ID.match(repo):
+        raise HubError(f"{repo!r} is not a Hub repo id (owner/name)")
+    return repo
+
+
+def explain(exc: Exception, repo: str) -> HubError:
+    """huggingface_hub's errors as one line a user can act on."""
+    if isinstance(exc, HubError):
+        return exc
+    if isinstance(exc, hub_errors.GatedRepoError):
+        url = model_page(repo)
+        why = ("no Hugging Face token is set (HF_TOKEN or `hf auth login`)" if not token_present()
+               else "the token's account has not been granted access yet")
+        return GatedError(f"{repo} is gated: accept its licence at {url}, then retry; {why}", repo, url)
+    if isinstance(exc, hub_errors.RepositoryNotFoundError):
+        return HubError(f"{repo} was not found on the Hub (a private repo also needs a token)")
+    if isinstance(exc, hub_errors.RevisionNotFoundError):
+        return HubError(f"{repo} has no such revision")
+    if isinstance(exc, hub_errors.OfflineModeIsEnabled) or isinstance(exc, hub_errors.LocalEntryNotFoundError):
+        return HubError(f"{repo} is not in the Hugging Face cache and the Hub is not being asked "
+                        "(offline mode, HF_HUB_OFFLINE=1, or no connection)")
+    if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException)):
+        return HubError(f"cannot reach the Hub at {endpoint()} ({type(exc).__name__}); "
+                        "set HF_HUB_OFFLINE=1 to use only what is cached")
+    if isinstance(exc, hub_errors.HfHubHTTPError):
+        status = exc.response.status_code if exc.response is not None else "?"
+        return HubError(f"the Hub answered {status} for {repo}")
+    if isinstance(exc, OSError):
+        return HubError(f"{repo}: {exc.strerror or exc}")
+    return HubError(f"{repo}: {type(exc).__name__}: {exc}")
+
+
+# --- asking the Hub --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchHit:
+    repo: str
+    downloads: int | None
+    likes: int | None
+    gated: bool
+    pipeline: str | None
+
+
+def search(query: str, limit: int = 30) -> list[SearchHit]:
+    if offline():
+        raise HubError("searching needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
+    try:
+        models = list(_api().list_models(search=query.strip() or None, limit=limit, sort="downloads"))
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line for the user
+        raise explain(exc, query) from None
+    return [SearchHit(m.id, m.downloads, m.likes, bool(m.gated), m.pipeline_tag) for m in models]
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RemoteRepo:
+    repo: str
+    sha: str
+    files: tuple[RemoteFile, ...]
+    gated: bool
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def remote(repo: str, revision: str | None = None) -> RemoteRepo:
+    """The files and sizes of a repo, asked before anything is downloaded."""
+    repo = check_repo_id(repo)
+    if offline():
+        raise HubError(f"the size of {repo} needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
+    try:
+        info = _api().model_info(repo, revision=revision, files_metadata=True)
+    except Exception as exc:  # noqa: BLE001
+        raise explain(exc, repo) from None
+    files = tuple(RemoteFile(s.rfilename, s.size or 0) for s in info.siblings or [])
+    return RemoteRepo(repo, info.sha, files, bool(info.gated))
+
+
+# --- the local cache -----------------------------------------------------------------------------------
+def _storage(repo: str) -> Path:
+    return cache_dir() / repo_folder_name(repo_id=repo, repo_type="model")
+
+
+def cached_path(repo: str, sha: str, filename: str) -> Path:
+    return _storage(repo) / "snapshots" / sha / filename
+
+
+def free_bytes(path: Path) -> int:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def check_disk(repo: str, needed: int) -> None:
+    free = free_bytes(cache_dir())
+    if needed > free:
+        raise HubError(f"{repo} needs {human(needed)} more in {cache_dir()}, but only {human(free)} is free: "
+                       "free some space (`draftbench models --delete REPO`) or point HF_HOME elsewhere")
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+@dataclass(frozen=True)
+class CachedRepo:
+    repo: str
+    size: int
+    files: int
+    revisions: tuple[str, ...]
+    refs: tuple[str, ...]
+    partial: int  # bytes of interrupted downloads waiting to be resumed
+    path: Path
+
+
+def cached() -> list[CachedRepo]:
+    """Models in the Hugging Face cache (the one vLLM reads), largest first."""
+    folder = cache_dir()
+    if not folder.exists():
+        return []
+    info = scan_cache_dir(folder)
+    partial: dict[Path, int] = {}
+    for f in info.incomplete_files:
+        repo_path = f.file_path.parent.parent
+        partial[repo_path] = partial.get(repo_path, 0) + f.size_on_disk
+    rows = [CachedRepo(r.repo_id, r.size_on_disk, r.nb_files, tuple(sorted(rev.commit_hash for rev in r.revisions)),
+                       tuple(sorted(ref for rev in r.revisions for ref in rev.refs)),
+                       partial.pop(r.repo_path, 0), r.repo_path)
+            for r in info.repos if r.repo_type == "model"]
+    # A download interrupted before its first file completed has no revision yet, only partial bytes.
+    for repo_path, size in partial.items():
+        name = repo_path.name
+        if name.startswith("models--"):
+            rows.append(CachedRepo(name[len("models--"):].replace("--", "/"), 0, 0, (), (), size, repo_path))
+    return sorted(rows, key=lambda r: -(r.size + r.partial))
+
+
+def delete(repo: str) -> int:
+    """Remove a model from the cache; returns the bytes freed."""
+    for row in cached():
+        if row.repo.lower() == repo.strip().lower():
+            freed = row.size + row.partial
+            if row.revisions:
+                scan_cache_dir(cache_dir()).delete_revisions(*row.revisions).execute()
+            shutil.rmtree(row.path, ignore_errors=True)
+            return freed
+    raise HubError(f"{repo} is not in the Hugging Face cache ({cache_dir()})")
+
+
+# --- downloading -----------------------------------------------------------------------------------------
+@dataclass
+class Download:
+    """One repo's download: `run()` in a worker thread, `cancel()` from any other."""
+    repo: str
+    revision: str | None = None
+    allow_patterns: list[str] | None = None
+    progress: Progress | None = None
+    _cancel: threading.Event = field(default_factory=threading.Event)
+    done: int = 0
+    total: int = 0
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def run(self) -> Path:
+        repo = check_repo_id(self.repo)
+        if offline():
+            try:
+                return Path(snapshot_download(repo, revision=self.revision, cache_dir=cache_dir(),
+                                              allow_patterns=self.allow_patterns, local_files_only=True))
+            except Exception as exc:  # noqa: BLE001
+                raise explain(exc, repo) from None
+        info = remote(repo, self.revision)
+        files = [f for f in info.files if _wanted(f.path, self.allow_patterns)]
+        self.total = sum(f.size for f in files)
+        todo = [f for f in files if not cached_path(repo, info.sha, f.path).exists()]
+        self.done = self.total - sum(f.size for f in todo)
+        check_disk(repo, max(0, sum(f.size for f in todo) - _partial_bytes(repo)))
+        self._report(files[0].path if files else "")
+        try:
+            for f in todo:
+                if self.cancelled:
+                    raise Cancelled(f"download of {repo} cancelled; run it again to resume")
+                self._fetch(repo, info.sha, f)
+            # huggingface_hub itself links the fetched blobs into the snapshot, writes refs/ and
+            # its tree cache, and checks that the snapshot is complete.
+            folder = snapshot_download(repo, revision=info.sha, cache_dir=cache_dir(), endpoint=endpoint(),
+                                       allow_patterns=self.allow_patterns, tqdm_class=_Silent)
+            _write_ref(_storage(repo), self.revision or constants.DEFAULT_REVISION, info.sha)
+        except (Cancelled, HubError):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise explain(exc, repo) from None
+        return Path(folder)
+
+    def _report(self, filename: str) -> None:
+        if self.progress:
+            self.progress(self.done, self.total, filename)
+
+    def _fetch(self, repo: str, sha: str, f: RemoteFile) -> None:
+        """One file into blobs/<etag>, resuming `<etag>.incomplete` left by an interrupted run
+        (huggingface_hub 1.x restarts interrupted files from zero, so the resume is ours)."""
+        url = hf_hub_url(repo, f.path, revision=sha, endpoint=endpoint())
+        meta = get_hf_file_metadata(url, endpoint=endpoint())
+        if meta.etag is None or meta.location is None:
+            raise HubError(f"{repo}: the Hub gave no ETag for {f.path}")
+        storage = _storage(repo)
+        blob = storage / "blobs" / meta.etag
+        if blob.exists():
+            return
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        partial = blob.with_name(blob.name + ".incomplete")
+        lock = cache_dir() / ".locks" / storage.name / f"{meta.etag}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with WeakFileLock(str(lock)):
+            resume = partial.stat().st_size if partial.exists() else 0
+            expected = meta.size if meta.size is not None else f.size
+            if resume > expected:
+                partial.unlink()
+                resume = 0
+            owner = self
+            start = self.done
+
+            class Bar(_Silent):
+                def update(self, n=1):
+                    owner.done = start + (self.n + n - resume)
+                    self.n += n or 0
+                    owner._report(f.path)
+                    if owner.cancelled:
+                        raise Cancelled(f"download of {repo} cancelled; run it again to resume")
+
+            self.done = start + resume
+            self._report(f.path)
+            with open(partial, "ab") as out:
+                http_get(meta.location, out, resume_size=resume, headers=build_hf_headers(),
+                         expected_size=expected, displayed_filename=f.path, tqdm_class=Bar)
+            if SHA256.match(meta.etag) and _sha256(partial) != meta.etag:
+                partial.unlink()
+                raise HubError(f"{repo}: {f.path} arrived damaged (checksum mismatch); run it again")
+            os.replace(partial, blob)
+            self.done = start + expected
+
+
+def _partial_bytes(repo: str) -> int:
+    return sum(p.stat().st_size for p in (_storage(repo) / "blobs").glob("*.incomplete"))
+
+
+def _write_ref(storage: Path, revision: str, sha: str) -> None:
+    if revision == sha:
+        return
+    ref = storage / "refs" / revision
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text(sha)
+
+
+def _wanted(path: str, patterns: list[str] | None) -> bool:
+    from fnmatch import fnmatch
+
+    return patterns is None or any(fnmatch(path, p) for p in patterns)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _Silent:
+    """A tqdm stand-in that draws nothing (huggingface_hub accepts any class with this shape)."""
+
+    def __init__(self, *args, **kwargs):
+        self.n = kwargs.get("initial", 0) or 0
+        self.total = kwargs.get("total")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n=1):
+        self.n += n or 0
+
+    def close(self):
+        pass
+
+    def refresh(self):
+        pass
+
+    def set_description(self, *args, **kwargs):
+        pass
+
+    set_description_str = set_postfix_str = set_description
