@@ -38,6 +38,12 @@ CHARTS = {
                     "summed over the requests of each category"),
     "by_prompt_length": ("MAL against prompt length", "MAL (tokens / step)", "prompt length (tokens, bin start)",
                          "Per-request attribution: MAL of the requests whose prompt length falls in each bin"),
+    "energy": ("Energy per output token against N", "joules per output token", "N (speculative tokens)",
+               "GPU energy over the measurement window (power summed over the run's GPUs, integrated) / "
+               "output tokens; dashed: the matching baseline. Needs GPU power readings"),
+    "gpus": ("GPU power per configuration", "mean power (W)", "configuration",
+             "Mean power of each GPU over a run's window, and their sum ('all GPUs') for tensor-parallel "
+             "runs; hover a bar for utilisation"),
 }
 
 
@@ -46,7 +52,9 @@ SHORT = {"math_word": "math words", "competition_math": "comp. math", "function_
 EMPTY = {"prediction": "needs a baseline and runs at two or more N",
          "concurrency": "needs runs at two or more concurrencies",
          "by_category": "needs runs with per-request spec-decode metrics",
-         "by_prompt_length": "needs runs with per-request spec-decode metrics"}
+         "by_prompt_length": "needs runs with per-request spec-decode metrics",
+         "energy": "needs runs with GPU power readings (NVIDIA or AMD telemetry)",
+         "gpus": "needs runs with GPU power readings (NVIDIA or AMD telemetry)"}
 
 
 def _series(rows: list[dict]) -> dict[str, list[dict]]:
@@ -114,6 +122,33 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
     elif name == "by_prompt_length":
         for i, (series, rows) in enumerate(_series(data.get("by_prompt_length", [])).items()):
             _line(w, i, [r["prompt_tokens_from"] for r in rows], [r["mal"] for r in rows], series)
+    elif name == "energy":
+        baselines = set()
+        for i, (series, rows) in enumerate(_series(data.get("energy", [])).items()):
+            _line(w, i, [r["n"] for r in rows], [r["joules_per_token"] for r in rows], series)
+            baselines.add((series.split(" · ", 1)[1], rows[0]["baseline_joules_per_token"]))
+        for context, base in sorted(baselines, key=str):
+            if base:
+                w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
+                                          label=f"baseline · {context}: {base:.3f} J",
+                                          labelOpts={"position": 0.15, "color": "#666666"}))
+    elif name == "gpus":
+        rows = data.get("gpus", [])
+        configs = list(dict.fromkeys(f"#{r['run']} {r['config']}" for r in rows))
+        w.getAxis("bottom").setTicks([[(i + 1, c) for i, c in enumerate(configs)]])
+        by_gpu: dict[str, list[dict]] = {}
+        for r in rows:
+            by_gpu.setdefault(r["gpu"], []).append(r)
+        width = 0.8 / max(1, len(by_gpu))
+        for i, (gpu, items) in enumerate(by_gpu.items()):
+            xs = [configs.index(f"#{r['run']} {r['config']}") + 1 - 0.4 + width * (i + 0.5) for r in items]
+            bars = pg.BarGraphItem(x=xs, height=[r["power_w"] for r in items], width=width * 0.9,
+                                   brush=theme.color(i))
+            bars.setToolTip("\n".join(f"{r['config']}: {r['power_w']:.0f} W"
+                                       + (f", {r['util_pct']:.0f} % busy" if r["util_pct"] is not None else "")
+                                       for r in items))
+            w.addItem(bars)
+            w.plot([], [], name=gpu, pen=None, symbol="s", symbolBrush=theme.color(i))
     elif name == "concurrency":
         for i, (series, rows) in enumerate(_series(data["concurrency"]).items()):
             _line(w, i, [r["concurrency"] for r in rows], [r["speedup"] for r in rows], series,

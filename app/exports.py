@@ -11,21 +11,23 @@ from pathlib import Path
 from workbench import compare, paths, recommend, report, store
 
 CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
-               "by_prompt_length")
+               "by_prompt_length", "energy", "gpus")
 DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
            "mal": "efficiency", "prediction": "prediction", "concurrency": "concurrency",
-           "by_category": "by_category", "by_prompt_length": "by_prompt_length"}
+           "by_category": "by_category", "by_prompt_length": "by_prompt_length", "energy": "energy", "gpus": "gpus"}
 
 
 def all_data(rows: list[dict], db_path: str | Path | None) -> tuple[list, dict]:
     """Configurations and every chart's data, per-request attribution included when the database is known."""
     cs = compare.configs(rows)
     data = compare.chart_data(cs)
-    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": []})
+    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": []})
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:
-            data.update(compare.request_data(db, [r["id"] for r in rows if r["status"] == "completed"]))
+            done = [r["id"] for r in rows if r["status"] == "completed"]
+            data.update(compare.request_data(db, done))
+            data.update(compare.gpu_data(db, done))
         finally:
             db.conn.close()
     return cs, data

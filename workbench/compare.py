@@ -183,8 +183,42 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
                     "speedup_ci95": c.speedup_ci95}
                    for c in sorted(spec, key=lambda c: (c.method, c.n or 0, c.workload, c.concurrency))
                    if len(by_conc[(c.method, c.n, c.workload)]) > 1]
+    def joules(c: Config | None) -> float | None:
+        if c is None:
+            return None
+        return estimate(r.get("joules_per_token") for r in c.rows).mean
+    energy = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "joules_per_token": joules(c),
+               "baseline_joules_per_token": joules(c.baseline)}
+              for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0)) if joules(c)]
     return {"per_position": per_position, "throughput": throughput, "efficiency": efficiency,
-            "concurrency": concurrency}
+            "concurrency": concurrency, "energy": energy}
+
+
+def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
+    """Mean power and utilisation of every GPU a run used, over its measured window, and the power
+    summed over its GPUs (what a tensor-parallel configuration draws in all)."""
+    from workbench import telemetry
+
+    if not run_ids or "telemetry" not in db.table_names():
+        return {"gpus": []}
+    out = []
+    for run_id in run_ids:
+        r = db["runs"].get(run_id)
+        if r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
+            continue
+        t1 = r["finished"]
+        t0 = t1 - r["window_s"] - 1.0
+        readings = db.execute(
+            'SELECT physical, "index", avg(power_w), avg(util_pct) FROM telemetry WHERE run_id = ? '
+            "AND device = 'gpu' AND t BETWEEN ? AND ? GROUP BY physical ORDER BY physical", [run_id, t0, t1]).fetchall()
+        config = f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])} · c={r['concurrency']}"
+        for physical, index, power, util in readings:
+            out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
+                        "power_w": power, "util_pct": util})
+        if len(readings) > 1 and all(x[2] is not None for x in readings):
+            out.append({"config": config, "run": run_id, "gpu": "all GPUs",
+                        "power_w": sum(x[2] for x in readings), "util_pct": None})
+    return {"gpus": out}
 
 
 def survival_from_histogram(histogram: list[int]) -> list[float] | None:

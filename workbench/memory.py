@@ -81,18 +81,22 @@ def gib(n: float) -> str:
 
 
 def estimate(target: Checkpoint, draft: Checkpoint | None, max_model_len: int, concurrency: int,
-             dtype: str = "auto", build: str = "cpu", env: dict[str, str] | None = None) -> Estimate:
+             dtype: str = "auto", build: str = "cpu", env: dict[str, str] | None = None,
+             tp: int = 1, gpu: int = 0, utilization: float | None = None) -> Estimate:
     weights = weight_bytes(target, dtype) + (weight_bytes(draft, dtype) if draft else 0)
     per_token = kv_bytes_per_token(target, dtype)
     # A Gemma 4 assistant reads the target's KV cache; every other drafter keeps its own.
     if draft is not None and not draft.config.get("model_type", "").startswith("gemma4"):
         per_token += kv_bytes_per_token(draft, dtype)
     kv_needed = per_token * max_model_len * concurrency
+    if tp > 1 and build != "cpu":
+        # Tensor parallelism shards weights and KV heads: each GPU holds about 1/tp of both.
+        weights, kv_needed = weights // tp, kv_needed // tp
     if build == "cpu":
         space = (env or {}).get("VLLM_CPU_KVCACHE_SPACE", os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
         kv_reserved = int(space) * GiB if space not in (None, "") else CPU_KV_DEFAULT_GIB * GiB
         return Estimate(weights, kv_needed, kv_reserved, CPU_RUNTIME_BYTES, available_ram(), "this machine's RAM")
-    budget, device = gpu_budget()
+    budget, device = gpu_budget(gpu, utilization or GPU_UTILIZATION)
     # On a GPU vLLM gives the KV cache whatever the utilization target leaves after weights.
     kv_reserved = max(kv_needed, budget - weights - GPU_RUNTIME_BYTES) if budget else kv_needed
     return Estimate(weights, kv_needed, kv_reserved, GPU_RUNTIME_BYTES, budget, device)
@@ -104,14 +108,28 @@ def available_ram() -> int:
     return psutil.virtual_memory().available
 
 
-def gpu_budget() -> tuple[int, str]:
-    """vLLM's share (--gpu-memory-utilization) of the first visible GPU's memory."""
+def gpu_budget(gpu: int = 0, utilization: float = GPU_UTILIZATION) -> tuple[int, str]:
+    """vLLM's share (--gpu-memory-utilization) of one GPU's memory (the first the profile selects)."""
     from workbench import gpus
 
     sizes = gpus.memory_totals()
     if not sizes:
         return 0, "no visible GPU"
-    return int(sizes[0] * GPU_UTILIZATION), f"GPU 0 ({gib(sizes[0])}, {GPU_UTILIZATION:.0%} of it for vLLM)"
+    size = sizes[gpu] if gpu < len(sizes) else sizes[0]
+    return int(size * utilization), f"GPU {gpu} ({gib(size)}, {utilization:.0%} of it for vLLM)"
+
+
+def _utilization(extra_args: tuple[str, ...]) -> float | None:
+    args = list(extra_args)
+    for i, a in enumerate(args):
+        try:
+            if a == "--gpu-memory-utilization":
+                return float(args[i + 1])
+            if a.startswith("--gpu-memory-utilization="):
+                return float(a.split("=", 1)[1])
+        except (IndexError, ValueError):
+            return None
+    return None
 
 
 def for_plan(p, vllm) -> list[tuple[str, str]]:
@@ -128,9 +146,14 @@ def for_plan(p, vllm) -> list[tuple[str, str]]:
             continue  # the compatibility check reports unreadable configs
         if target is None or (server.draft and draft is None):
             continue
+        if server.profile.kind == "attach":
+            continue  # already running: its memory is its own business
         concurrency = max(r.concurrency for r in runs)
         env = launch.prepare(server, vllm, 0).env
-        est = estimate(target, draft, server.max_model_len, concurrency, server.dtype, vllm.build, env)
+        profile = server.profile
+        est = estimate(target, draft, server.max_model_len, concurrency, server.dtype, vllm.build, env,
+                       tp=profile.tensor_parallel_size, gpu=profile.gpus[0] if profile.gpus else 0,
+                       utilization=_utilization(server.extra_args))
         label = server.method + (f" N={server.n}" if server.n else "")
         out += [(label, w) for w in est.warnings()]
     return out

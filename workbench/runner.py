@@ -95,6 +95,19 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
     }
 
 
+def model_runner(lines: list[str]) -> dict:
+    """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
+    the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
+    scheduling for some drafting methods, and that difference is part of any speedup."""
+    out = {}
+    if any("using the V1 model runner" in line for line in lines):
+        out["model_runner"] = "V1"
+    if any("Async scheduling not supported" in line or "async scheduling will be disabled" in line.lower()
+           for line in lines):
+        out["async_scheduling"] = False
+    return out
+
+
 def per_request_window(results: list[load.RequestResult]) -> dict:
     """On an attached server the counters include everyone's traffic; vLLM's per-request figures
     cover Draftbench's own requests only, so they replace the counter window where every request
@@ -337,7 +350,7 @@ class Runner:
                 self._fail(ids[r.key], str(exc), exc.log_tail)
             return len(todo)
         environment = {**self.environment, "profile": server.profile.name, "kind": spec.kind,
-                       "vllm_server": launch.server_version(spec.base_url)}
+                       "vllm_server": launch.server_version(spec.base_url), **model_runner(list(srv.tail))}
         with self.db.conn:
             for r in todo:
                 self.db["runs"].update(ids[r.key], {"environment": json.dumps(environment)})
