@@ -94,23 +94,31 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
     }
 
 
+def load_workloads(plan: Plan) -> dict[str, list[workloads.Prompt]]:
+    """Every workload of the plan read (benchmarks fetched) before any server starts, so an
+    unreachable Hub or a broken file is reported up front; raises WorkloadError."""
+    return {name: workloads.load(name) for name in dict.fromkeys(r.workload for r in plan.runs)}
+
+
 class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S,
-                 events_path: str | None = None):
+                 events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None):
         self.plan = plan
         self.db_path = db_path
         self.vllm = vllm or engine.probe()
         self.emit = emit
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
+        store.check_integrity(self.db, db_path)
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
         self.experiment_id: int | None = None
-        self._prompts: dict[str, list[workloads.Prompt]] = {}  # a benchmark is read (or fetched) once per sweep
+        # A benchmark is read (or fetched) once per sweep.
+        self._prompts: dict[str, list[workloads.Prompt]] = dict(prompts or {})
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _register(self) -> tuple[int, dict[str, int]]:
@@ -283,7 +291,10 @@ class Runner:
 
     async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
         if r.workload not in self._prompts:
-            self._prompts[r.workload] = workloads.load(r.workload)
+            try:
+                self._prompts[r.workload] = workloads.load(r.workload)
+            except workloads.WorkloadError as exc:
+                raise RunFailed(str(exc)) from None
         prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
         sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
