@@ -14,6 +14,7 @@ import platform
 import queue
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -313,7 +314,10 @@ class Runner:
             if not all(w.ok for w in warm):
                 raise RunFailed(f"warm-up request failed: {next(w.error for w in warm if not w.ok)}")
         async with httpx.AsyncClient(timeout=10.0) as client:
-            before = await self._scrape(client, metrics_url)
+            try:
+                before = await self._scrape(client, metrics_url)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             state = {"done": 0, "out": 0, "last": before, "rows": []}
 
@@ -338,10 +342,14 @@ class Runner:
                 except (asyncio.CancelledError, httpx.HTTPError):
                     pass
             wall = time.perf_counter() - t_start
-            if not srv.alive:
-                raise RunFailed("vLLM server died during the run: "
-                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {srv.proc.returncode}"))
-            after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)
+            if why:
+                raise RunFailed(why)
+            try:
+                after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics after the run: "
+                                f"{type(exc).__name__}") from None
         seen.update(p.id for p in prompts)
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
@@ -384,3 +392,14 @@ class Runner:
 
 class RunFailed(Exception):
     pass
+
+
+def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:
+    """Why the server is gone, or None while it runs. The grace covers a killed server that is not
+    reaped yet: a process with gigabytes mapped takes a moment to exit, on a busy machine longer."""
+    try:
+        srv.proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return None
+    return "vLLM server died during the run: " + (launch.reason_from_log(list(srv.tail))
+                                                  or f"exit code {srv.proc.returncode}")
