@@ -120,6 +120,11 @@ def draftbench_db(path: Path, runs: int = 40) -> Path:
     return path
 
 
+def empty_db(path: Path) -> Path:
+    store.open_db(path).conn.close()
+    return path
+
+
 def damaged_db(t: Path) -> Path:
     path = draftbench_db(t / "damaged.sqlite")
     data = bytearray(path.read_bytes())
@@ -180,7 +185,7 @@ CLI = {
     "run-into-newer-db": (lambda t: ["run", str(ROOT / "resources" / "plans" / "demo.toml"), "--db", str(newer_db(t))], None),
     "show-unknown-run": (lambda t: ["show", "7", "--db", str(draftbench_db(t / "r.sqlite", 1))], None),
     "show-run-not-number": (lambda t: ["show", "seven"], None),
-    "show-empty-db": (lambda t: ["show", "--db", str(store.open_db(t / "e.sqlite") and t / "e.sqlite")], None),
+    "show-empty-db": (lambda t: ["show", "--db", str(empty_db(t / "e.sqlite"))], None),
     "command-unknown": (lambda t: ["benchmark"], None),
     "import-missing": (lambda t: ["import-bench", str(t / "none.json"), "--db", str(t / "r.sqlite")], None),
     "import-not-json": (lambda t: (t.joinpath("b.json").write_text("{not json"), ["import-bench", str(t / "b.json"), "--db", str(t / "r.sqlite")])[1], None),
