@@ -394,9 +394,22 @@ class ExperimentPage(QWidget):
         try:
             doc = tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise plan.PlanError(f"cannot open {path.name}: {exc}") from None
+            raise plan.PlanError(f"cannot open {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
+        before = self.document_or_none()
+        try:
+            self.set_document(doc)
+        except (TypeError, ValueError, AttributeError, KeyError, methods.MethodError) as exc:
+            # The form cannot show it: put back what was there and say why.
+            if before is not None:
+                self.set_document(before)
+            raise plan.PlanError(f"cannot open {path.name}: not a plan the form can show ({exc})") from None
         self.plan_path = path
-        self.set_document(doc)
+
+    def document_or_none(self) -> dict | None:
+        try:
+            return self.document()
+        except plan.PlanError:
+            return None
 
     def save_file(self, path: Path) -> None:
         path.write_text(self.text())
@@ -410,7 +423,7 @@ class ExperimentPage(QWidget):
                            available_modules=self.modules if self.local_kind() else None)
         except plan.PlanError as exc:
             self.current = None
-            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {exc}</span>")
+            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {html.escape(str(exc))}</span>")
             self.commands.setPlainText("")
             self.run_button.setEnabled(False)
             return None

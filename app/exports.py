@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
-from workbench import compare, paths, recommend, report, store
+from workbench import cli, compare, paths, recommend, report, store
 
 CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
                "by_prompt_length", "energy", "gpus")
@@ -134,7 +135,7 @@ def _ids(text: str) -> list[int]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"draftbench {argv[0]}")
+    parser = cli.Parser(prog=f"draftbench {argv[0]}")
     parser.add_argument("--db", default=str(paths.default_db()))
     parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
     parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
@@ -168,5 +169,8 @@ def main(argv: list[str]) -> int:
             print(write_report(rows, Path(args.out), title, args.db))
     except (ExportError, OSError, ValueError) as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        print(f"draftbench: the results database cannot be used: {cli.store_message(exc)}", file=sys.stderr)
         return 2
     return 0

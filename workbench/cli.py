@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Callable
@@ -17,8 +18,15 @@ class CliError(Exception):
     """A one-line message for the user; exit status 2."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (the usage itself stays behind --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
+    p = Parser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
     p.add_argument("--version", action="version", version=f"draftbench {__version__}")
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -112,9 +120,31 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.DatabaseError as exc:
+        # A file that opened but fails later: damaged pages, a full disk, another writer's lock.
+        print(f"draftbench: the results database cannot be used: {store_message(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("draftbench: interrupted", file=sys.stderr)
         return 130
+
+
+def store_message(exc: sqlite3.DatabaseError) -> str:
+    text = str(exc)
+    if "locked" in text:
+        return f"{text} (another program is writing to it; close it or wait)"
+    if "full" in text or "disk I/O" in text:
+        return f"{text} (free some disk space, then run the same plan again to resume)"
+    if "malformed" in text or "not a database" in text:
+        return f"{text} (the file is damaged; open another database)"
+    return text
+
+
+def _append(path: str, what: str):
+    try:
+        return open(path, "a", buffering=1, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the {what} file {path}: {exc.strerror}") from None
 
 
 def _doctor() -> int:
@@ -150,8 +180,10 @@ def _open(db: str | None, readonly: bool = False):
 
 def _run(args) -> int:
     if args.log:
-        log = open(args.log, "a", buffering=1)
+        log = _append(args.log, "log")
         os.dup2(log.fileno(), sys.stderr.fileno())
+    if args.events:
+        _append(args.events, "events").close()
     from workbench import demo, engine, launch, plan, runner, store
 
     try:
@@ -199,6 +231,12 @@ def _run(args) -> int:
     if local and not vllm.found:
         raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
+    from workbench import workloads
+
+    try:
+        prompts = runner.load_workloads(p)
+    except workloads.WorkloadError as exc:
+        raise CliError(str(exc)) from None
     if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
         try:
             demo.ensure(progress=demo.main_progress)
@@ -215,7 +253,8 @@ def _run(args) -> int:
     else:
         runner_class = runner.Runner
     try:
-        r = runner_class(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
+        r = runner_class(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events,
+                         prompts=prompts)
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
 

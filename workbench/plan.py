@@ -147,6 +147,32 @@ def resolve_model(ref: str, what: str, base: Path) -> str:
     return ref
 
 
+def _vocab_size(folder: str) -> int | None:
+    """A local checkpoint's vocabulary size from its config.json (None for a Hub id or no entry)."""
+    config = Path(folder) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        doc = json.loads(config.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise PlanError(f"{config} is not readable JSON") from None
+    if not isinstance(doc, dict):
+        raise PlanError(f"{config} is not a model config (not a JSON object)")
+    size = doc.get("vocab_size", (doc.get("text_config") or {}).get("vocab_size"))
+    return size if isinstance(size, int) else None
+
+
+def check_pair(method: str, target: str, draft: str | None, where: str) -> None:
+    """A draft model proposes token ids the target must score: their vocabularies must agree
+    (vLLM only finds out after loading both, minutes later on a big target)."""
+    if method != "draft_model" or draft is None:
+        return
+    t, d = _vocab_size(target), _vocab_size(draft)
+    if t is not None and d is not None and t != d:
+        raise PlanError(f"{where}: the draft's vocabulary ({d} tokens) differs from the target's ({t}); "
+                        "draft_model needs a draft with the target's tokenizer")
+
+
 def _list(value, what: str, kind=int) -> list:
     values = value if isinstance(value, list) else [value]
     if not values:
@@ -287,6 +313,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         draft = m.get("draft")
         if draft is not None:
             draft = resolve_model(draft, f"{where}.draft", base)
+            check_pair(spec.name, target, draft, where)
         options = m.get("options", {})
         if not isinstance(options, dict):
             raise PlanError(f"{where}.options must be a table")

@@ -14,6 +14,7 @@ import platform
 import queue
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -131,10 +132,16 @@ def per_request_window(results: list[load.RequestResult]) -> dict:
     return out
 
 
+def load_workloads(plan: Plan) -> dict[str, list[workloads.Prompt]]:
+    """Every workload of the plan read (benchmarks fetched) before any server starts, so an
+    unreachable Hub or a broken file is reported up front; raises WorkloadError."""
+    return {name: workloads.load(name) for name in dict.fromkeys(r.workload for r in plan.runs)}
+
+
 class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S,
-                 events_path: str | None = None):
+                 events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None):
         self.plan = plan
         self.db_path = db_path
         self.profile = plan.runs[0].server.profile if plan.runs else Profile()
@@ -145,13 +152,15 @@ class Runner:
         self.emit = emit
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
+        store.check_integrity(self.db, db_path)
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
         self.experiment_id: int | None = None
-        self._prompts: dict[str, list[workloads.Prompt]] = {}  # a benchmark is read (or fetched) once per sweep
+        # A benchmark is read (or fetched) once per sweep.
+        self._prompts: dict[str, list[workloads.Prompt]] = dict(prompts or {})
         self.ids: dict[str, int] = {}
         self.done = 0
         self.launches = 0
@@ -393,7 +402,10 @@ class Runner:
 
     async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
         if r.workload not in self._prompts:
-            self._prompts[r.workload] = workloads.load(r.workload)
+            try:
+                self._prompts[r.workload] = workloads.load(r.workload)
+            except workloads.WorkloadError as exc:
+                raise RunFailed(str(exc)) from None
         prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
         sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
@@ -412,7 +424,10 @@ class Runner:
             if not all(w.ok for w in warm):
                 raise RunFailed(f"warm-up request failed: {next(w.error for w in warm if not w.ok)}")
         async with httpx.AsyncClient(timeout=10.0) as client:
-            before = await self._scrape(client, metrics_url)
+            try:
+                before = await self._scrape(client, metrics_url)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             t_wall0 = time.time()
             state = {"done": 0, "out": 0, "last": before, "rows": []}
@@ -439,10 +454,14 @@ class Runner:
                     pass
             wall = time.perf_counter() - t_start
             t_wall1 = time.time()
-            if not srv.alive:
-                raise RunFailed("vLLM server died during the run: "
-                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {getattr(srv.proc, 'returncode', '?')}"))
-            after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)
+            if why:
+                raise RunFailed(why)
+            try:
+                after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics after the run: "
+                                f"{type(exc).__name__}") from None
         seen.update(p.id for p in prompts)
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
@@ -496,3 +515,16 @@ class Runner:
 
 class RunFailed(Exception):
     pass
+
+
+def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:
+    """Why the server is gone, or None while it runs. The grace covers a killed server that is not
+    reaped yet: a process with gigabytes mapped takes a moment to exit, on a busy machine longer."""
+    if srv.proc is None:  # an attached server: no process of ours to watch
+        return None if srv.alive else f"the attached server at {srv.spec.base_url} stopped answering"
+    try:
+        srv.proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return None
+    return "vLLM server died during the run: " + (launch.reason_from_log(list(srv.tail))
+                                                  or f"exit code {srv.proc.returncode}")
