@@ -56,7 +56,7 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
     live = second.live
     # The ngram run streams: per-position bars and throughput fill with its data.
     qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,
-                    timeout=240000)
+                    timeout=480000)
     qtbot.wait(200)
     heights = live.bars.opts["height"]
     assert len(heights) == 2 and heights[0] >= heights[1] and heights[0] > 0
