@@ -224,7 +224,8 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
     here = store.open_db(local_db, readonly=True)
     source = remote.source_of(host, remote.remote_db(host).replace("~", str(Path.home()), 1))
     counts = {}
-    for table in ("experiments", "runs", "sweeps", "samples", "positions", "requests", "logs", "telemetry"):
+    for table in ("experiments", "runs", "sweeps", "recommendations", "samples", "positions", "requests", "logs",
+                  "telemetry"):
         there = list(pulled[table].rows_where(order_by="id"))
         mirrored = remote.mirrored_rows(here, source, table)
         if table == "experiments":

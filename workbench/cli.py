@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,15 @@ class CliError(Exception):
     """A one-line message for the user; exit status 2."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (the usage itself stays behind --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
+    p = Parser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
     p.add_argument("--version", action="version", version=f"draftbench {__version__}")
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -39,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--adaptive", action="store_true",
+                   help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
     r.add_argument("--log", help="write messages (stderr) to this file")
     r.add_argument("--remote", metavar="HOST", help="run on a remote host over SSH ([user@]host[:port] or a "
@@ -153,9 +163,31 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.DatabaseError as exc:
+        # A file that opened but fails later: damaged pages, a full disk, another writer's lock.
+        print(f"draftbench: the results database cannot be used: {store_message(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("draftbench: interrupted", file=sys.stderr)
         return 130
+
+
+def store_message(exc: sqlite3.DatabaseError) -> str:
+    text = str(exc)
+    if "locked" in text:
+        return f"{text} (another program is writing to it; close it or wait)"
+    if "full" in text or "disk I/O" in text:
+        return f"{text} (free some disk space, then run the same plan again to resume)"
+    if "malformed" in text or "not a database" in text:
+        return f"{text} (the file is damaged; open another database)"
+    return text
+
+
+def _append(path: str, what: str):
+    try:
+        return open(path, "a", buffering=1, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the {what} file {path}: {exc.strerror}") from None
 
 
 def _doctor() -> int:
@@ -191,8 +223,10 @@ def _open(db: str | None, readonly: bool = False):
 
 def _run(args) -> int:
     if args.log:
-        log = open(args.log, "a", buffering=1)
+        log = _append(args.log, "log")
         os.dup2(log.fileno(), sys.stderr.fileno())
+    if args.events:
+        _append(args.events, "events").close()
     if args.remote:
         return _run_remote(args)
     from workbench import demo, engine, launch, plan, runner, store
@@ -209,6 +243,8 @@ def _run(args) -> int:
             p = plan.load(args.plan, available_modules=engine.optional_modules(vllm))
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
+    if args.adaptive:
+        p.mode = "adaptive"
     from workbench import sanity
 
     existing = None
@@ -225,6 +261,12 @@ def _run(args) -> int:
         from workbench import gpus
 
         host_platform = gpus.detect()[0]
+        if p.mode == "adaptive":
+            from workbench import adaptive, recommend
+
+            print("adaptive: the baseline and these N first; other N only where predicted best:")
+            for c in adaptive.contexts(p):
+                print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0, host_platform).command.replace("--port 0", "--port PORT")
                   .replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
@@ -234,6 +276,12 @@ def _run(args) -> int:
     if local and not vllm.found:
         raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
+    from workbench import workloads
+
+    try:
+        prompts = runner.load_workloads(p)
+    except workloads.WorkloadError as exc:
+        raise CliError(str(exc)) from None
     if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
         try:
             demo.ensure(progress=demo.main_progress)
@@ -245,8 +293,13 @@ def _run(args) -> int:
         except OSError:
             pass  # already a session leader
     emit = runner.file_events(args.events) if args.events else runner.print_event
+    if p.mode == "adaptive":
+        from workbench.adaptive import AdaptiveRunner as runner_class
+    else:
+        runner_class = runner.Runner
     try:
-        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
+        r = runner_class(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events,
+                         prompts=prompts)
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -391,7 +444,7 @@ def _follow_remote(args, host, launched) -> int:
         local = store.open_db(args.db or paths.default_db())
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
-    out = open(args.events, "a", encoding="utf-8", buffering=1) if args.events else sys.stdout
+    out = _append(args.events, "events") if args.events else sys.stdout
     stream = remote.Stream(host, launched, local, out,
                            on_status=lambda s: print(f"remote: {s}", file=sys.stderr))
 
@@ -645,6 +698,13 @@ def _show(args) -> int:
     if any(r["joules_per_token"] for r in table):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
     print(_table(header, [[r[k] for k in keys] for r in table]))
+    if "recommendations" in db.table_names():
+        lines = [row[0] for row in db.execute("SELECT summary FROM recommendations WHERE experiment_id = ? ORDER BY id",
+                                              [exp])]
+        if lines:
+            print("\nadaptive sweep (docs/recommend-n.md):")
+            for line in lines:
+                print(f"  {line}")
     return 0
 
 

@@ -190,6 +190,7 @@ class Mirror:
     where the stream resumes after a reconnect."""
 
     PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", "experiments"),
+              "recommendations": ("experiment_id", "experiments"),
               **{t: ("run_id", "runs") for t in APPEND_TABLES}}
 
     def __init__(self, db: sqlite_utils.Database, source: str,
@@ -197,7 +198,8 @@ class Mirror:
         self.db = db
         self.source = source
         self.on_rows = on_rows
-        self.columns = {t: set(db[t].columns_dict) - {"id"} for t in (*MUTABLE_TABLES, *APPEND_TABLES)}
+        present = set(db.table_names())  # an older local schema lacks some: their rows are skipped
+        self.columns = {t: set(db[t].columns_dict) - {"id"} for t in (*MUTABLE_TABLES, *APPEND_TABLES) if t in present}
         with db.conn:
             db.execute("CREATE TABLE IF NOT EXISTS remote_rows (source TEXT NOT NULL, tbl TEXT NOT NULL, "
                        "remote_id INTEGER NOT NULL, local_id INTEGER NOT NULL, "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 # Tables whose rows are only ever appended (streamed by id) and those whose rows change in place
 # (sent again whenever their content changes). Order matters: parents before children.
-MUTABLE_TABLES = ("experiments", "runs", "sweeps")
+MUTABLE_TABLES = ("experiments", "runs", "sweeps", "recommendations")
 APPEND_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
 POLL_S = 0.25
 BATCH = 2000
