@@ -28,6 +28,7 @@ STEPS = ("prompts", "responses", "prepare", "hidden_states", "train", "checkpoin
 MANIFEST = "manifest.json"
 
 Emit = Callable[[dict], None]
+CONCURRENCY = 8  # requests in flight while the target writes the responses
 
 
 class TrainError(Exception):
@@ -68,6 +69,7 @@ class Pipeline:
     config: TrainConfig
     emit: Emit = lambda e: None
     endpoint: str | None = None      # an already running server for the responses (no start)
+    api_key: str | None = None       # that server's key, if it has one
     vllm_python: str | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _proc: subprocess.Popen | None = None
@@ -118,6 +120,7 @@ class Pipeline:
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> dict:
+        self.target  # a bad target is reported before anything is written
         self.out.mkdir(parents=True, exist_ok=True)
         m = self.manifest()
         if m.get("config") != self.config.key():
@@ -180,7 +183,7 @@ class Pipeline:
         todo = [r for r in rows if r["id"] not in have]
         if todo:
             if self.endpoint:
-                self._generate(self.endpoint, None, todo, partial, len(have), len(rows))
+                self._generate(self.endpoint, self.api_key, todo, partial, len(have), len(rows))
             else:
                 server = self._start_server()
                 try:
@@ -224,33 +227,51 @@ class Pipeline:
         tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
         import httpx
 
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client, \
+                open(partial, "a", encoding="utf-8") as f, ThreadPoolExecutor(CONCURRENCY) as pool:
             model = client.get("/v1/models").json()["data"][0]["id"]
-            with open(partial, "a", encoding="utf-8") as f:
-                for row in todo:
+
+            def one(row: dict) -> dict:
+                if self.cancel_event.is_set():
+                    return {}
+                body = {"model": model, "messages": row["messages"], "max_tokens": self.config.max_tokens,
+                        "temperature": 0.0, "return_token_ids": True}
+                r = client.post("/v1/chat/completions", json=body)
+                if r.status_code != 200:
+                    raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
+                data = r.json()
+                choice = data["choices"][0]
+                prompt_ids, completion_ids = data.get("prompt_token_ids"), choice.get("token_ids")
+                if prompt_ids is None or completion_ids is None:
+                    raise TrainError("the vLLM server returned no token ids (it needs `return_token_ids`, "
+                                     "vLLM >= 0.10.2)")
+                return {"id": row["id"],
+                        "messages": row["messages"] + [{"role": "assistant",
+                                                        "content": choice["message"]["content"] or ""}],
+                        "input_ids": prompt_ids + completion_ids,
+                        "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
+
+            pending = {pool.submit(one, row) for row in todo}
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        out = fut.result()
+                        if not out:
+                            continue
+                        # One whole line per response, written here only: a cancel loses at most
+                        # the requests in flight.
+                        f.write(json.dumps(out) + "\n")
+                        f.flush()
+                        done += 1
+                        self.emit({"event": "progress", "step": "responses", "done": done, "total": total})
                     self._check()
-                    body = {"model": model, "messages": row["messages"], "max_tokens": self.config.max_tokens,
-                            "temperature": 0.0, "return_token_ids": True}
-                    r = client.post("/v1/chat/completions", json=body)
-                    if r.status_code != 200:
-                        raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
-                    data = r.json()
-                    choice = data["choices"][0]
-                    prompt_ids = data.get("prompt_token_ids")
-                    completion_ids = choice.get("token_ids")
-                    if prompt_ids is None or completion_ids is None:
-                        raise TrainError("the vLLM server returned no token ids (it needs `return_token_ids`, "
-                                         "vLLM >= 0.10.2)")
-                    out = {"id": row["id"],
-                           "messages": row["messages"] + [{"role": "assistant",
-                                                           "content": choice["message"]["content"] or ""}],
-                           "input_ids": prompt_ids + completion_ids,
-                           "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
-                    f.write(json.dumps(out) + "\n")
-                    f.flush()
-                    done += 1
-                    self.emit({"event": "progress", "step": "responses", "done": done, "total": total})
+            finally:
+                for fut in pending:  # after a cancel or an error; none are left otherwise
+                    fut.cancel()
 
     def _prepare(self) -> dict:
         data = self.out / "data"
