@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
 
 
 def _train_parser(sub) -> None:
-    t = sub.add_parser("train", help="train an EAGLE-3 draft for a target from its own responses (resumes)")
+    t = sub.add_parser("train", help="train an EAGLE-3 (or DFlash) draft for a target from its own responses (resumes)")
     t.add_argument("--target", required=True, help="model folder or demo:NAME")
     t.add_argument("--out", required=True, help="output folder (a rerun resumes what is there)")
     t.add_argument("--prompts", default="builtin", help="workload name (builtin, gsm8k, ...) or a prompt file")
@@ -127,6 +127,7 @@ def _train_parser(sub) -> None:
     t.add_argument("--seq-length", type=int, default=512)
     t.add_argument("--epochs", type=int, default=3)
     t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--speculator-type", choices=["eagle3", "dflash"], default="eagle3")
     t.add_argument("--draft-vocab-size", type=int, default=4096)
     t.add_argument("--layer-ids", type=int, nargs="+", help="target layers the draft reads (default 2, L/2, L-3)")
     t.add_argument("--max-steps", type=int, help="stop training after this many steps")
@@ -142,7 +143,7 @@ def _train(args) -> int:
     cfg = train.TrainConfig(
         target=args.target, out=str(Path(args.out).resolve()), prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
-        draft_vocab_size=args.draft_vocab_size, layer_ids=args.layer_ids, max_steps=args.max_steps, name=args.name)
+        draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids, max_steps=args.max_steps, name=args.name)
     emit = runner.file_events(args.events) if args.events else runner.print_event
     pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, vllm_python=args.vllm_python)
 

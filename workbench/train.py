@@ -349,6 +349,9 @@ class Pipeline:
                 "--logger", "", "--save-best"]
         if self.config.max_steps:
             argv += ["--max-steps", str(self.config.max_steps)]
+        if self.config.speculator_type == "dflash":
+            # bf16 autocast hits a dtype mismatch in DFlash on CPU; two layers keep a step affordable.
+            argv += ["--hidden-states-dtype", "float32", "--num-layers", "2", "--max-anchors", "64"]
         history: list[dict] = []
         self._subprocess(argv, "train", on_metrics=history.append)
         train = [h for h in history if "train" in h]
@@ -380,8 +383,9 @@ class Pipeline:
         ckpt = self.manifest()["done"]["checkpoint"]["path"]
         name = self.config.name or f"trained-{self.config.speculator_type}-{self.out.name}"
         target = self.config.target
+        block = self.config.speculator_type == "dflash"
         entry = {"name": name, "draft": ckpt, "target": target, "method": self.config.speculator_type,
-                 "n": [1, 2, 3], "draft_gated": False, "target_gated": False, "publisher": "trained here",
+                 "n": [3, 7] if block else [1, 2, 3], "draft_gated": False, "target_gated": False, "publisher": "trained here",
                  "source": str(self.out)}
         register_pair(entry)
         pair = catalog.get(name, catalog.load())
