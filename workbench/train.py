@@ -209,7 +209,9 @@ class Pipeline:
         server = plan.Server(target=self.target, served_name="target", method="baseline", n=None, draft=None,
                              options=(), max_model_len=max(2048, self.config.seq_length), dtype="bfloat16",
                              extra_args=(), env=(), enforce_eager=True, per_request_metrics=False)
-        srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()))
+        log = open(self.out / "server.log", "a", encoding="utf-8", buffering=1)
+        srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()),
+                                 on_line=lambda _stream, line: log.write(line + "\n"))
         self.emit({"event": "server_starting", "command": srv.spec.command})
         srv.start()
         try:
@@ -301,7 +303,11 @@ class Pipeline:
         ds = _load_dataset(self.out / "data")
         folder = self.out / "data" / "hidden_states"
         folder.mkdir(parents=True, exist_ok=True)
-        model = AutoModelForCausalLM.from_pretrained(self.target, dtype=torch.bfloat16)
+        # float32 on CPU: bf16 matmuls there are several times slower; the files are stored in bf16.
+        on_cpu = not torch.accelerator.is_available()
+        model = AutoModelForCausalLM.from_pretrained(self.target, dtype=torch.float32 if on_cpu else torch.bfloat16)
+        if not on_cpu:
+            model.to(torch.accelerator.current_accelerator())
         model.eval()
         layers = model.model.layers
         ids = self.layer_ids(len(layers)) + [len(layers)]
@@ -316,14 +322,14 @@ class Pipeline:
             for i in range(len(ds)):
                 self._check()
                 path = folder / f"hs_{i}.safetensors"
-                token_ids = torch.tensor(ds[i]["input_ids"], dtype=torch.long)
+                token_ids = torch.as_tensor(ds[i]["input_ids"]).long()
                 if path.exists() and _cached_matches(path, token_ids, len(ids)):
                     reused += 1
                 else:
                     captured.clear()
                     with torch.no_grad():
-                        model(input_ids=token_ids[None])
-                    hs = torch.stack([captured[k][0] for k in ids], dim=1).to(torch.bfloat16).contiguous()
+                        model.model(input_ids=token_ids[None].to(model.device))  # no logits needed
+                    hs = torch.stack([captured[k][0] for k in ids], dim=1).to("cpu", torch.bfloat16).contiguous()
                     tmp = path.with_suffix(".tmp")
                     save_file({"hidden_states": hs, "token_ids": token_ids}, str(tmp))
                     os.replace(tmp, path)
