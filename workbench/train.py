@@ -232,8 +232,11 @@ class Pipeline:
         from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited (the
+        # server is stopped next, which ends them).
+        pool = ThreadPoolExecutor(CONCURRENCY)
         with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client, \
-                open(partial, "a", encoding="utf-8") as f, ThreadPoolExecutor(CONCURRENCY) as pool:
+                open(partial, "a", encoding="utf-8") as f:
             model = client.get("/v1/models").json()["data"][0]["id"]
 
             def one(row: dict) -> dict:
@@ -272,8 +275,7 @@ class Pipeline:
                         self.emit({"event": "progress", "step": "responses", "done": done, "total": total})
                     self._check()
             finally:
-                for fut in pending:  # after a cancel or an error; none are left otherwise
-                    fut.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def _prepare(self) -> dict:
         data = self.out / "data"
