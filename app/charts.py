@@ -12,6 +12,13 @@ from PySide6.QtCore import QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
 
 from app import theme
+from workbench import recommend
+
+PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and band: the speedup predicted for "
+                  "every N up to the largest one run, T(N) / c(N), with its 95% interval. T(N) = 1 + the "
+                  "per-position acceptance measured at the largest N summed to N (tokens per step); c(N) = "
+                  "1 + alpha + beta N, the step cost against a baseline step, fitted to the N that were run. "
+                  "See docs/recommend-n.md")
 
 CHARTS = {
     "per_position": ("Per-position acceptance", "acceptance (share of drafts)", "draft position",
@@ -22,6 +29,8 @@ CHARTS = {
                    "How much of the ideal gain (MAL x) was realised; 1.0 would be a free draft"),
     "mal": ("MAL against N", "MAL (tokens / step)", "N (speculative tokens)",
             "Mean acceptance length = 1 + accepted / drafts"),
+    "prediction": ("Speedup against N: measured and predicted", "speedup (x baseline)", "N (speculative tokens)",
+                   PREDICTION_TIP),
     "concurrency": ("Speedup against concurrency", "speedup (x baseline)", "concurrency (requests in flight)",
                     "Where speculation stops paying: speedup at each concurrency, 1.0 = baseline"),
     "by_category": ("MAL by prompt category", "MAL (tokens / step)", "prompt category",
@@ -40,7 +49,8 @@ CHARTS = {
 
 SHORT = {"math_word": "math words", "competition_math": "comp. math", "function_completion": "functions",
          "programming_task": "prog. tasks"}
-EMPTY = {"concurrency": "needs runs at two or more concurrencies",
+EMPTY = {"prediction": "needs a baseline and runs at two or more N",
+         "concurrency": "needs runs at two or more concurrencies",
          "by_category": "needs runs with per-request spec-decode metrics",
          "by_prompt_length": "needs runs with per-request spec-decode metrics",
          "energy": "needs runs with GPU power readings (NVIDIA or AMD telemetry)",
@@ -96,6 +106,8 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
         key = "efficiency" if name == "efficiency" else "mal"
         for i, (series, rows) in enumerate(_series(data["efficiency"]).items()):
             _line(w, i, [r["n"] for r in rows], [r[key] if r[key] is not None else np.nan for r in rows], series)
+    elif name == "prediction":
+        draw_prediction(w, data.get("prediction", []))
     elif name == "by_category":
         categories = sorted({r["category"] for r in data.get("by_category", [])})
         axis = w.getAxis("bottom")
@@ -141,6 +153,35 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
         for i, (series, rows) in enumerate(_series(data["concurrency"]).items()):
             _line(w, i, [r["concurrency"] for r in rows], [r["speedup"] for r in rows], series,
                   [r["speedup_ci95"] for r in rows])
+        w.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DotLine)))
+
+
+def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
+    for i, (series, rs) in enumerate(_series(rows).items()):
+        x = np.array([r["n"] for r in rs], float)
+        color = pg.mkColor(theme.color(i))
+        low = pg.PlotDataItem(x, [r["low"] for r in rs], pen=pg.mkPen(None))
+        high = pg.PlotDataItem(x, [r["high"] for r in rs], pen=pg.mkPen(None))
+        band_color = pg.mkColor(theme.color(i))
+        band_color.setAlpha(50)
+        band = pg.FillBetweenItem(low, high, brush=pg.mkBrush(band_color))
+        band.setToolTip(f"{series}: predicted speedup's 95% interval (measurement noise of the runs it was "
+                        f"fitted to, and of the baseline)")
+        for item in (low, high, band):
+            w.addItem(item)
+        line = w.plot(x, [r["predicted"] for r in rs], name=f"{series} · predicted",
+                      pen=pg.mkPen(color, width=2, style=pg.QtCore.Qt.DashLine))
+        line.setToolTip(f"{series}: predicted speedup T(N) / c(N); best N = {rs[0]['best_n']}"
+                        + (" (a close rival is within noise)" if rs[0]["uncertain"] else "")
+                        + f". Step cost model for {recommend.FAMILIES[rs[0]['family']]}")
+        seen = [r for r in rs if r["measured"] is not None]
+        if seen:
+            mx = np.array([r["n"] for r in seen], float)
+            my = np.array([r["measured"] for r in seen], float)
+            w.plot(mx, my, name=f"{series} · measured", pen=None, symbol="o", symbolSize=8, symbolBrush=color)
+            w.addItem(pg.ErrorBarItem(x=mx, y=my, height=2 * np.array([r["measured_ci95"] or 0.0 for r in seen]),
+                                      beam=0.15, pen=pg.mkPen(color)))
+    if rows:
         w.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DotLine)))
 
 

@@ -181,6 +181,9 @@ class ExperimentPage(QWidget):
         self.ignore_eos = QCheckBox("ignore EOS (forces every answer to max tokens)")
         self.ignore_eos.setToolTip("Generation continues past the end of each answer: output lengths become fixed, "
                                    "but drafting padding text distorts acceptance")
+        self.adaptive = QCheckBox("adaptive N (predict the best N instead of running every N)")
+        self.adaptive.setToolTip("Runs the baseline, the largest and the smallest N, predicts speedup for every N, "
+                                 "then runs only the predicted best (and a close rival); see docs/recommend-n.md")
 
         form = QFormLayout()
         form.addRow("Name", self.name)
@@ -203,6 +206,7 @@ class ExperimentPage(QWidget):
         wf.addRow("Temperature", self.temperature)
         wf.addRow("top-p", self.top_p)
         wf.addRow("", self.ignore_eos)
+        wf.addRow("", self.adaptive)
 
         form_widget = QWidget()
         fl = QVBoxLayout(form_widget)
@@ -251,6 +255,7 @@ class ExperimentPage(QWidget):
         self.dtype.currentIndexChanged.connect(self.validate_timer.start)
         self.enforce_eager.toggled.connect(self.validate_timer.start)
         self.ignore_eos.toggled.connect(self.validate_timer.start)
+        self.adaptive.toggled.connect(self.validate_timer.start)
         self.workloads.itemChanged.connect(self.validate_timer.start)
         self.profile_form.changed.connect(self.validate_timer.start)
 
@@ -315,6 +320,7 @@ class ExperimentPage(QWidget):
         self.temperature.setValue(float(w.get("temperature", 0.0)))
         self.top_p.setValue(float(w.get("top_p", 1.0)))
         self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
+        self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
         self._server = doc.get("server", {})
         self._extra_args = t.get("extra_args")
         try:
@@ -350,6 +356,8 @@ class ExperimentPage(QWidget):
                 **({"ignore_eos": True} if self.ignore_eos.isChecked() else {}),
             },
         }
+        if self.adaptive.isChecked():
+            doc["sweep"] = {"mode": "adaptive"}
         if getattr(self, "_server", None):
             doc["server"] = self._server
         try:
@@ -386,9 +394,22 @@ class ExperimentPage(QWidget):
         try:
             doc = tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise plan.PlanError(f"cannot open {path.name}: {exc}") from None
+            raise plan.PlanError(f"cannot open {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
+        before = self.document_or_none()
+        try:
+            self.set_document(doc)
+        except (TypeError, ValueError, AttributeError, KeyError, methods.MethodError) as exc:
+            # The form cannot show it: put back what was there and say why.
+            if before is not None:
+                self.set_document(before)
+            raise plan.PlanError(f"cannot open {path.name}: not a plan the form can show ({exc})") from None
         self.plan_path = path
-        self.set_document(doc)
+
+    def document_or_none(self) -> dict | None:
+        try:
+            return self.document()
+        except plan.PlanError:
+            return None
 
     def save_file(self, path: Path) -> None:
         path.write_text(self.text())
@@ -402,7 +423,7 @@ class ExperimentPage(QWidget):
                            available_modules=self.modules if self.local_kind() else None)
         except plan.PlanError as exc:
             self.current = None
-            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {exc}</span>")
+            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {html.escape(str(exc))}</span>")
             self.commands.setPlainText("")
             self.run_button.setEnabled(False)
             return None
@@ -428,7 +449,9 @@ class ExperimentPage(QWidget):
             if existing is not None:
                 existing.conn.close()
         warned = "".join(f"<br><span style='color:#E69F00'>⚠ {html.escape(w)}</span>" for w in self.warnings)
-        self.status.setText(f"{len(p.runs)} runs on {len(p.servers())} server launches · {where}{skipped}{warned}")
+        launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
+                    else f"{len(p.servers())} server launches")
+        self.status.setText(f"{len(p.runs)} runs on {launches} · {where}{skipped}{warned}")
         self.current = p
         self.run_button.setEnabled((self.vllm.found or not self.local_kind()) and not self.running)
         return p

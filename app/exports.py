@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
-from workbench import compare, paths, report, store
+from workbench import cli, compare, paths, recommend, report, store
 
-CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "concurrency", "by_category", "by_prompt_length",
-               "energy", "gpus")
+CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
+               "by_prompt_length", "energy", "gpus")
 DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
-           "mal": "efficiency", "concurrency": "concurrency", "by_category": "by_category",
-           "by_prompt_length": "by_prompt_length", "energy": "energy", "gpus": "gpus"}
+           "mal": "efficiency", "prediction": "prediction", "concurrency": "concurrency",
+           "by_category": "by_category", "by_prompt_length": "by_prompt_length", "energy": "energy", "gpus": "gpus"}
 
 
 def all_data(rows: list[dict], db_path: str | Path | None) -> tuple[list, dict]:
     """Configurations and every chart's data, per-request attribution included when the database is known."""
     cs = compare.configs(rows)
     data = compare.chart_data(cs)
-    data.update({"by_category": [], "by_prompt_length": [], "gpus": []})
+    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": []})
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:
@@ -134,7 +135,7 @@ def _ids(text: str) -> list[int]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"draftbench {argv[0]}")
+    parser = cli.Parser(prog=f"draftbench {argv[0]}")
     parser.add_argument("--db", default=str(paths.default_db()))
     parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
     parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
@@ -168,5 +169,8 @@ def main(argv: list[str]) -> int:
             print(write_report(rows, Path(args.out), title, args.db))
     except (ExportError, OSError, ValueError) as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        print(f"draftbench: the results database cannot be used: {cli.store_message(exc)}", file=sys.stderr)
         return 2
     return 0

@@ -42,6 +42,7 @@ class HistoryPage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.db_path: Path | None = None
+        self._loaded_from: Path | None = None
         self.model = RunsModel(self)
         self.proxy = RunsFilter(self)
         self.proxy.setSourceModel(self.model)
@@ -51,6 +52,9 @@ class HistoryPage(QWidget):
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(0, Qt.AscendingOrder)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        # Column widths from the first rows only: measuring every row of a large history took
+        # seconds per refresh (the page refreshes every 2 s during a sweep).
+        self.view.horizontalHeader().setResizeContentsPrecision(64)
         self.view.horizontalHeader().setStretchLastSection(True)
         self.view.setSelectionBehavior(QTableView.SelectRows)
         self.view.setSelectionMode(QTableView.ExtendedSelection)
@@ -106,6 +110,9 @@ class HistoryPage(QWidget):
                     db.conn.close()
             except store.StoreError as exc:
                 message = str(exc)
+        if rows and rows == self.model._rows and db_path == self._loaded_from:
+            return  # nothing changed since the last refresh: keep the view, its selection and scroll
+        self._loaded_from = db_path
         self.model.set_rows(rows)
         for key, combo in self.combos.items():
             current = combo.currentText() or ANY

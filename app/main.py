@@ -61,10 +61,13 @@ class MainWindow(QMainWindow):
         self._menus()
 
         last_plan = self.settings.value("plan/last")
-        self.experiment.set_document(_read_plan_doc(Path(last_plan)) if last_plan and Path(last_plan).exists()
-                                     else _read_plan_doc(DEMO_PLAN))
+        self.experiment.set_document(_read_plan_doc(DEMO_PLAN))
         if last_plan and Path(last_plan).exists():
-            self.experiment.plan_path = Path(last_plan)
+            try:
+                self.experiment.load_file(Path(last_plan))
+            except plan.PlanError as exc:
+                # A plan file changed or damaged since the last session: the demo plan stays.
+                self.statusBar().showMessage(str(exc), 10000)
         self.set_database(self.db_path)
         self.history_timer = QTimer(self, interval=2000)
         self.history_timer.timeout.connect(self.refresh_history)
@@ -146,7 +149,11 @@ class MainWindow(QMainWindow):
         if path.exists():
             try:
                 # Opened for writing once, so an older schema is migrated before the read-only views use it.
-                store.open_db(path).conn.close()
+                db = store.open_db(path)
+                try:
+                    store.check_integrity(db, path)
+                finally:
+                    db.conn.close()
             except store.StoreError as exc:
                 QMessageBox.warning(self, "Open results database", str(exc))
                 return

@@ -21,6 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from common import table  # noqa: E402
+
 N_POS = 4
 
 
@@ -138,12 +140,8 @@ def main() -> None:
         ("redraws", f"{len(redraws)}"),
         ("redraw mean / max (ms)", f"{statistics.fmean(redraws):.1f} / {max(redraws):.1f}" if redraws else "-"),
     ]
-    width = max(len(k) for k, _ in rows)
-    print(f"{'Live page under streaming':<{width}}  value")
-    print("-" * width + "  " + "-" * 12)
-    for k, v in rows:
-        print(f"{k:<{width}}  {v}")
-
+    table("GUI: the Live page while a run streams into a 100,000-sample history", ["figure", "value"],
+          [list(r) for r in rows])
 
 if __name__ == "__main__":
     main()

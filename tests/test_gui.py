@@ -47,6 +47,18 @@ def test_plan_round_trips_through_a_file(window, tmp_path):
     assert page.document() == before
 
 
+def test_adaptive_n_round_trips_and_is_said_before_running(window, qtbot, tmp_path):
+    page = window.experiment
+    assert "sweep" not in page.document()
+    page.adaptive.setChecked(True)
+    assert page.document()["sweep"] == {"mode": "adaptive"} and 'mode = "adaptive"' in page.text()
+    qtbot.waitUntil(lambda: "(adaptive N)" in page.status.text(), timeout=3000)
+    page.save_file(tmp_path / "a.toml")
+    page.adaptive.setChecked(False)
+    page.load_file(tmp_path / "a.toml")
+    assert page.adaptive.isChecked()
+
+
 def test_runs_model_passes_qtmodeltester(qtmodeltester):
     model = RunsModel()
     model.set_rows([{"id": 1, "status": "completed", "method": "ngram", "n": 3, "workload": "builtin",

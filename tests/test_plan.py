@@ -135,3 +135,21 @@ def test_demo_plan_is_valid_and_uses_demo_models():
     methods_ = {(s.method, s.n) for s, _ in p.servers()}
     assert ("baseline", None) in methods_ and ("ngram", 5) in methods_ and ("draft_model", 4) in methods_
     assert {r.concurrency for r in p.runs} == {1, 4}
+
+
+def test_sweep_mode_is_validated_and_an_adaptive_plan_is_its_own_experiment(folders):
+    exhaustive = _plan(folders)
+    adaptive = _plan(folders, GOOD + '[sweep]\nmode = "adaptive"\n')
+    assert exhaustive.mode == "exhaustive" and adaptive.mode == "adaptive"
+    assert [r.key for r in adaptive.runs] == [r.key for r in exhaustive.runs]
+    assert adaptive.hash != exhaustive.hash
+    assert _plan(folders, GOOD + '[sweep]\nmode = "exhaustive"\n').hash == exhaustive.hash
+    # A part of the plan keeps the whole plan's experiment and run order.
+    part = adaptive.part(adaptive.runs[4:6])
+    assert part.hash == adaptive.hash and [part.seq(i, r) for i, r in enumerate(part.runs)] == [4, 5]
+    assert part.part(part.runs[1:]).seq(0, part.runs[1]) == 5
+    for text, message in (('[sweep]\nmode = "greedy"\n', "sweep.mode must be one of exhaustive, adaptive"),
+                          ('[sweep]\nmodes = "adaptive"\n', "sweep: unknown key 'modes'"),
+                          ('sweep = 3\n', r"\[sweep\] must be a table")):
+        with pytest.raises(plan.PlanError, match=message):
+            _plan(folders, text + GOOD if text.startswith("sweep =") else GOOD + text)

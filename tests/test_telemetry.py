@@ -118,3 +118,13 @@ def test_older_databases_open_and_gain_the_telemetry_table(tmp_path):
     conn.close()
     db = store.open_db(path)
     assert "telemetry" in db.table_names() and "joules_per_token" in db["runs"].columns_dict
+
+
+def test_model_runner_read_from_the_real_gpu_server_logs():
+    from workbench import runner
+
+    db = store.open_db(ROOT / "docs" / "gpu" / "h200-tp1.sqlite", readonly=True)
+    lines = {run: [r["line"] for r in db["logs"].rows_where("run_id = ?", [run])] for run in (1, 3)}
+    # vLLM 0.26 serves the baseline with its default runner, and n-gram with the V1 fallback.
+    assert runner.model_runner(lines[1]) == {}
+    assert runner.model_runner(lines[3]) == {"model_runner": "V1", "async_scheduling": False}

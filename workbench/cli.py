@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Callable
@@ -17,8 +18,15 @@ class CliError(Exception):
     """A one-line message for the user; exit status 2."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (the usage itself stays behind --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
+    p = Parser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
     p.add_argument("--version", action="version", version=f"draftbench {__version__}")
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -38,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--adaptive", action="store_true",
+                   help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
     r.add_argument("--log", help="write messages (stderr) to this file")
     r.add_argument("--own-group", action="store_true",
@@ -112,6 +122,10 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.DatabaseError as exc:
+        # A file that opened but fails later: damaged pages, a full disk, another writer's lock.
+        print(f"draftbench: the results database cannot be used: {store_message(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("draftbench: interrupted", file=sys.stderr)
         return 130
@@ -143,7 +157,8 @@ def _train(args) -> int:
     cfg = train.TrainConfig(
         target=args.target, out=str(Path(args.out).resolve()), prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
-        draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids, max_steps=args.max_steps, name=args.name)
+        draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids,
+        max_steps=args.max_steps, name=args.name)
     emit = runner.file_events(args.events) if args.events else runner.print_event
     pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, vllm_python=args.vllm_python)
 
@@ -162,6 +177,24 @@ def _train(args) -> int:
     print(f"draftbench: draft {summary['checkpoint']} registered as pair {summary['pair']}; "
           f"evaluate it against the baseline with: draftbench run {summary['plan']}", file=sys.stderr)
     return 0
+
+
+def store_message(exc: sqlite3.DatabaseError) -> str:
+    text = str(exc)
+    if "locked" in text:
+        return f"{text} (another program is writing to it; close it or wait)"
+    if "full" in text or "disk I/O" in text:
+        return f"{text} (free some disk space, then run the same plan again to resume)"
+    if "malformed" in text or "not a database" in text:
+        return f"{text} (the file is damaged; open another database)"
+    return text
+
+
+def _append(path: str, what: str):
+    try:
+        return open(path, "a", buffering=1, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the {what} file {path}: {exc.strerror}") from None
 
 
 def _doctor() -> int:
@@ -197,8 +230,10 @@ def _open(db: str | None, readonly: bool = False):
 
 def _run(args) -> int:
     if args.log:
-        log = open(args.log, "a", buffering=1)
+        log = _append(args.log, "log")
         os.dup2(log.fileno(), sys.stderr.fileno())
+    if args.events:
+        _append(args.events, "events").close()
     from workbench import demo, engine, launch, plan, runner, store
 
     try:
@@ -213,6 +248,8 @@ def _run(args) -> int:
             p = plan.load(args.plan, available_modules=engine.optional_modules(vllm))
     except plan.PlanError as exc:
         raise CliError(str(exc)) from None
+    if args.adaptive:
+        p.mode = "adaptive"
     from workbench import sanity
 
     existing = None
@@ -229,6 +266,12 @@ def _run(args) -> int:
         from workbench import gpus
 
         host_platform = gpus.detect()[0]
+        if p.mode == "adaptive":
+            from workbench import adaptive, recommend
+
+            print("adaptive: the baseline and these N first; other N only where predicted best:")
+            for c in adaptive.contexts(p):
+                print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
         for server, runs in p.servers():
             print(launch.prepare(server, vllm, 0, host_platform).command.replace("--port 0", "--port PORT")
                   .replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
@@ -238,6 +281,12 @@ def _run(args) -> int:
     if local and not vllm.found:
         raise CliError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
+    from workbench import workloads
+
+    try:
+        prompts = runner.load_workloads(p)
+    except workloads.WorkloadError as exc:
+        raise CliError(str(exc)) from None
     if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
         try:
             demo.ensure(progress=demo.main_progress)
@@ -249,8 +298,13 @@ def _run(args) -> int:
         except OSError:
             pass  # already a session leader
     emit = runner.file_events(args.events) if args.events else runner.print_event
+    if p.mode == "adaptive":
+        from workbench.adaptive import AdaptiveRunner as runner_class
+    else:
+        runner_class = runner.Runner
     try:
-        r = runner.Runner(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events)
+        r = runner_class(p, str(Path(args.db or paths.default_db())), vllm, emit=emit, events_path=args.events,
+                         prompts=prompts)
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -484,6 +538,13 @@ def _show(args) -> int:
     if any(r["joules_per_token"] for r in table):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
     print(_table(header, [[r[k] for k in keys] for r in table]))
+    if "recommendations" in db.table_names():
+        lines = [row[0] for row in db.execute("SELECT summary FROM recommendations WHERE experiment_id = ? ORDER BY id",
+                                              [exp])]
+        if lines:
+            print("\nadaptive sweep (docs/recommend-n.md):")
+            for line in lines:
+                print(f"  {line}")
     return 0
 
 

@@ -246,7 +246,7 @@ def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]
         acc = by_cat.setdefault((f"{method} N={n} · c={conc}", category or "?"), [0.0, 0.0, 0.0])
         acc[0] += drafts
         acc[1] += accepted
-        acc[2] += drafted
+        acc[2] += drafted or 0  # absent from vLLM builds that report only steps and accepted tokens
     by_category = [{"series": s, "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None,
                     "requests_steps": d} for (s, c), (d, a, t) in sorted(by_cat.items())]
     lengths = sorted(r[4] for r in rows if r[4])

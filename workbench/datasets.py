@@ -79,8 +79,13 @@ def fetch(dataset: Dataset, offline: bool = False) -> list[Path]:
         raise WorkloadError(f"{dataset.repo} is not in the Hugging Face cache and the Hub cannot be reached "
                             "(offline): fetch it once while online, or pass a local file as "
                             f"{dataset.name}:PATH") from None
-    except (OSError, hub_errors.HfHubHTTPError) as exc:
-        raise WorkloadError(f"could not fetch {dataset.repo}: {type(exc).__name__}") from None
+    except hub_errors.HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        raise WorkloadError(f"could not fetch {dataset.repo}: the Hub answered HTTP {status}") from None
+    except OSError as exc:
+        # A full disk or a file-size limit while writing into the cache ends up here.
+        raise WorkloadError(f"could not fetch {dataset.repo} into the Hugging Face cache: "
+                            f"{exc.strerror or type(exc).__name__}") from None
     files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.match(dataset.files.split("/")[-1]))
     if not files:
         raise WorkloadError(f"{dataset.repo} holds no file matching {dataset.files}")

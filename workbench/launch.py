@@ -181,6 +181,7 @@ class LocalServer:
     on_line: Callable[[str, str], None] | None = None
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     proc: subprocess.Popen | None = None
+    pgid: int | None = None
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
 
     def start(self, preexec: Callable[[], None] | None = None) -> None:
@@ -195,6 +196,9 @@ class LocalServer:
             stderr=subprocess.STDOUT, start_new_session=True, text=True, errors="replace", bufsize=1,
             preexec_fn=preexec,
         )
+        # Its own session, so the group id is its pid: kept, because once a killed leader is reaped
+        # the group can no longer be looked up, yet its engine processes may still be running.
+        self.pgid = self.proc.pid
         threading.Thread(target=self._pump, daemon=True, name="vllm-log").start()
 
     def _pump(self) -> None:
@@ -244,10 +248,7 @@ class LocalServer:
                                timeout=grace_s + 10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        try:
-            pgid = os.getpgid(self.proc.pid)
-        except ProcessLookupError:
-            pgid = None
+        pgid = self.pgid
         if pgid is not None:
             try:
                 os.killpg(pgid, signal.SIGTERM)
@@ -266,6 +267,7 @@ class LocalServer:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        self.pgid = None  # the number may be reused by an unrelated group from now on
 
 
 @dataclass

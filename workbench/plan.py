@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from workbench import demo, methods, profiles, workloads
@@ -14,6 +14,7 @@ from workbench.profiles import Profile
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEMO_PREFIX = "demo:"
+MODES = ("exhaustive", "adaptive")
 
 
 class PlanError(ValueError):
@@ -90,10 +91,26 @@ class Plan:
     runs: list[Run] = field(default_factory=list)
     health_timeout_s: float = 600.0
     skipped: list[str] = field(default_factory=list)
+    mode: str = "exhaustive"  # or "adaptive": N chosen by prediction (workbench.adaptive)
+    identity: str | None = None  # a part of a plan keeps the whole plan's experiment
+    order: dict[str, int] | None = None  # and the whole plan's run order
 
     @property
     def hash(self) -> str:
-        return _hash({"name": self.name, "runs": [r.key for r in self.runs]})
+        if self.identity:
+            return self.identity
+        doc = {"name": self.name, "runs": [r.key for r in self.runs]}
+        if self.mode != "exhaustive":
+            doc["mode"] = self.mode  # keeps the hashes of exhaustive plans as they were
+        return _hash(doc)
+
+    def seq(self, index: int, run: Run) -> int:
+        return self.order[run.key] if self.order else index
+
+    def part(self, runs: list[Run]) -> "Plan":
+        """Some of this plan's runs, recorded in the same experiment and order as the whole plan."""
+        return replace(self, runs=runs, identity=self.hash,
+                       order=self.order or {r.key: i for i, r in enumerate(self.runs)})
 
     def servers(self) -> list[tuple[Server, list[Run]]]:
         """Runs grouped by server configuration, in plan order: one launch serves each group."""
@@ -128,6 +145,32 @@ def resolve_model(ref: str, what: str, base: Path) -> str:
     if ref.startswith(("/", ".", "~")) or not REPO_ID.match(ref):
         raise PlanError(f"{what} {ref!r} does not exist (neither a folder nor an owner/name repo id)")
     return ref
+
+
+def _vocab_size(folder: str) -> int | None:
+    """A local checkpoint's vocabulary size from its config.json (None for a Hub id or no entry)."""
+    config = Path(folder) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        doc = json.loads(config.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise PlanError(f"{config} is not readable JSON") from None
+    if not isinstance(doc, dict):
+        raise PlanError(f"{config} is not a model config (not a JSON object)")
+    size = doc.get("vocab_size", (doc.get("text_config") or {}).get("vocab_size"))
+    return size if isinstance(size, int) else None
+
+
+def check_pair(method: str, target: str, draft: str | None, where: str) -> None:
+    """A draft model proposes token ids the target must score: their vocabularies must agree
+    (vLLM only finds out after loading both, minutes later on a big target)."""
+    if method != "draft_model" or draft is None:
+        return
+    t, d = _vocab_size(target), _vocab_size(draft)
+    if t is not None and d is not None and t != d:
+        raise PlanError(f"{where}: the draft's vocabulary ({d} tokens) differs from the target's ({t}); "
+                        "draft_model needs a draft with the target's tokenizer")
 
 
 def _list(value, what: str, kind=int) -> list:
@@ -171,7 +214,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{Path(path).name} is not valid TOML: {exc}") from None
     base = base or Path.cwd()
-    known = {"name", "target", "methods", "workload", "server", "profile"}
+    known = {"name", "target", "methods", "workload", "server", "profile", "sweep"}
     for key in doc:
         if key not in known:
             raise PlanError(f"unknown top-level key {key!r}; expected {', '.join(sorted(known))}")
@@ -203,6 +246,16 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError(str(exc)) from None
     if profile.kind == "attach" and extra_args:
         raise PlanError("target.extra_args cannot apply to an attached server: it is already running")
+
+    sweep_t = doc.get("sweep", {})
+    if not isinstance(sweep_t, dict):
+        raise PlanError("[sweep] must be a table")
+    unknown = set(sweep_t) - {"mode"}
+    if unknown:
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode")
+    mode = sweep_t.get("mode", "exhaustive")
+    if mode not in MODES:
+        raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
 
     w = doc.get("workload", {})
     if not isinstance(w, dict):
@@ -260,6 +313,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         draft = m.get("draft")
         if draft is not None:
             draft = resolve_model(draft, f"{where}.draft", base)
+            check_pair(spec.name, target, draft, where)
         options = m.get("options", {})
         if not isinstance(options, dict):
             raise PlanError(f"{where}.options must be a table")
@@ -291,4 +345,4 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                     runs.append(Run(server, workload, c, request_rate, rep, num_prompts,
                                     max_tokens, float(temperature), float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
-    return Plan(name, text, path, runs, float(health_timeout), skipped)
+    return Plan(name, text, path, runs, float(health_timeout), skipped, mode)

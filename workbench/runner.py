@@ -14,6 +14,7 @@ import platform
 import queue
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -95,6 +96,19 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
     }
 
 
+def model_runner(lines: list[str]) -> dict:
+    """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
+    the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
+    scheduling for some drafting methods, and that difference is part of any speedup."""
+    out = {}
+    if any("using the V1 model runner" in line for line in lines):
+        out["model_runner"] = "V1"
+    if any("Async scheduling not supported" in line or "async scheduling will be disabled" in line.lower()
+           for line in lines):
+        out["async_scheduling"] = False
+    return out
+
+
 def per_request_window(results: list[load.RequestResult]) -> dict:
     """On an attached server the counters include everyone's traffic; vLLM's per-request figures
     cover Draftbench's own requests only, so they replace the counter window where every request
@@ -118,10 +132,16 @@ def per_request_window(results: list[load.RequestResult]) -> dict:
     return out
 
 
+def load_workloads(plan: Plan) -> dict[str, list[workloads.Prompt]]:
+    """Every workload of the plan read (benchmarks fetched) before any server starts, so an
+    unreachable Hub or a broken file is reported up front; raises WorkloadError."""
+    return {name: workloads.load(name) for name in dict.fromkeys(r.workload for r in plan.runs)}
+
+
 class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: Emit = print_event, scrape_interval_s: float = SCRAPE_INTERVAL_S,
-                 events_path: str | None = None):
+                 events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None):
         self.plan = plan
         self.db_path = db_path
         self.profile = plan.runs[0].server.profile if plan.runs else Profile()
@@ -132,29 +152,34 @@ class Runner:
         self.emit = emit
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
+        store.check_integrity(self.db, db_path)
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
         self.experiment_id: int | None = None
-        self._prompts: dict[str, list[workloads.Prompt]] = {}  # a benchmark is read (or fetched) once per sweep
+        # A benchmark is read (or fetched) once per sweep.
+        self._prompts: dict[str, list[workloads.Prompt]] = dict(prompts or {})
+        self.ids: dict[str, int] = {}
+        self.done = 0
+        self.launches = 0
+        self.t0 = time.time()
 
     # --- bookkeeping -------------------------------------------------------------------------
-    def _register(self) -> tuple[int, dict[str, int]]:
+    def _register(self, part: Plan) -> tuple[int, dict[str, int]]:
         host = host_info()
         self.host_platform = host["accelerator"]
         self.environment = gpus.environment(self.host_platform)
-        self.warnings = sanity.for_runs(self.plan, self.db)
-        exp_id = store.experiment_for(self.db, self.plan.name, self.plan.hash, self.plan.text,
-                                      self.plan.path, host)
+        self.warnings = sanity.for_runs(part, self.db)
+        exp_id = store.experiment_for(self.db, part.name, part.hash, part.text, part.path, host)
         ids: dict[str, int] = {}
         with self.db.conn:
-            for seq, r in enumerate(self.plan.runs):
+            for index, r in enumerate(part.runs):
                 row = self.db.execute("SELECT id, status FROM runs WHERE experiment_id=? AND key=?",
                                       [exp_id, r.key]).fetchone()
                 if row is None:
-                    ids[r.key] = self.db["runs"].insert(self._run_row(exp_id, seq, r, host)).last_pk
+                    ids[r.key] = self.db["runs"].insert(self._run_row(exp_id, part.seq(index, r), r, host)).last_pk
                     continue
                 ids[r.key] = row[0]
                 if row[1] != "completed":
@@ -234,36 +259,58 @@ class Runner:
 
     # --- the sweep -----------------------------------------------------------------------------
     def run(self) -> dict:
-        t0 = time.time()
-        exp_id, ids = self._register()
+        pending = self.register(self.plan)
+        self.start_sweep(len(self.plan.runs), len(pending))
+        try:
+            self.execute(pending)
+        finally:
+            self.stop_telemetry()
+        return self.finish_sweep()
+
+    def register(self, part: Plan) -> list[Run]:
+        """Registers the runs of `part` (the whole plan, or what an adaptive sweep chose to run
+        next) in the plan's experiment, and returns those not completed yet."""
+        exp_id, ids = self._register(part)
         self.experiment_id = exp_id
+        self.ids.update(ids)
         status = {r["id"]: r["status"] for r in store.runs(self.db, "experiment_id = ?", [exp_id])}
-        pending = [r for r in self.plan.runs if status[ids[r.key]] != "completed"]
+        return [r for r in part.runs if status[ids[r.key]] != "completed"]
+
+    def start_sweep(self, runs: int, pending: int) -> None:
+        self.t0 = time.time()
         with self.db.conn:
             self.sweep_id = self.db["sweeps"].insert({
-                "experiment_id": exp_id, "pid": os.getpid(), "host": platform.node(),
-                "events_path": self.events_path, "started": t0, "heartbeat": t0, "status": "running",
-                "runs_total": len(self.plan.runs), "runs_pending": len(pending)}).last_pk
-        self.emit({"event": "sweep_started", "experiment": exp_id, "db": str(self.db_path),
-                   "runs": len(self.plan.runs), "pending": len(pending), "skipped": self.plan.skipped,
+                "experiment_id": self.experiment_id, "pid": os.getpid(), "host": platform.node(),
+                "events_path": self.events_path, "started": self.t0, "heartbeat": self.t0, "status": "running",
+                "runs_total": runs, "runs_pending": pending}).last_pk
+        self.emit({"event": "sweep_started", "experiment": self.experiment_id, "db": str(self.db_path),
+                   "runs": runs, "pending": pending, "skipped": self.plan.skipped,
                    "warnings": sanity.for_plan(self.plan, self.db)})
-        done = 0
         self._start_telemetry()
-        try:
-            for server, runs in self.plan.servers():
-                todo = [r for r in runs if status[ids[r.key]] != "completed"]
-                if not todo or self.cancelled:
-                    continue
-                done += self._serve(server, todo, ids, len(pending), done)
-        finally:
-            if self.sampler:
-                self.sampler.stop()
-                self._flush_telemetry()
+
+    def stop_telemetry(self) -> None:
+        if self.sampler:
+            self.sampler.stop()
+            self._flush_telemetry()
+            self.sampler = None
+
+    def execute(self, pending: list[Run], total: int | None = None) -> None:
+        """One server per configuration, in plan order, for the given runs (see `register`)."""
+        total = total or len(pending)
+        by_server: dict[str, tuple[Server, list[Run]]] = {}
+        for r in pending:
+            by_server.setdefault(r.server.key, (r.server, []))[1].append(r)
+        for server, todo in by_server.values():
+            if self.cancelled:
+                break
+            self.done += self._serve(server, todo, self.ids, total, self.done)
+
+    def finish_sweep(self, extra: dict | None = None) -> dict:
         counts = {row[0]: row[1] for row in self.db.execute(
-            "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [exp_id])}
-        summary = {"event": "sweep_finished", "experiment": exp_id, "seconds": time.time() - t0,
+            "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [self.experiment_id])}
+        summary = {"event": "sweep_finished", "experiment": self.experiment_id, "seconds": time.time() - self.t0,
                    "completed": counts.get("completed", 0), "failed": counts.get("failed", 0),
-                   "cancelled": self.cancelled}
+                   "cancelled": self.cancelled, **(extra or {})}
         self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
         return summary
@@ -294,6 +341,7 @@ class Runner:
         with self.db.conn:
             for r in todo:
                 self.db["runs"].update(ids[r.key], {"command": command, "argv": json.dumps(spec.vllm_args)})
+        self.launches += 1
         self.emit({"event": "server_starting", "run": self.log_run_id, "command": command, "kind": spec.kind})
         try:
             if spec.kind == "attach" and key_env and not srv.api_key:
@@ -311,7 +359,7 @@ class Runner:
                 self._fail(ids[r.key], str(exc), exc.log_tail)
             return len(todo)
         environment = {**self.environment, "profile": server.profile.name, "kind": spec.kind,
-                       "vllm_server": launch.server_version(spec.base_url)}
+                       "vllm_server": launch.server_version(spec.base_url), **model_runner(list(srv.tail))}
         with self.db.conn:
             for r in todo:
                 self.db["runs"].update(ids[r.key], {"environment": json.dumps(environment)})
@@ -354,7 +402,10 @@ class Runner:
 
     async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
         if r.workload not in self._prompts:
-            self._prompts[r.workload] = workloads.load(r.workload)
+            try:
+                self._prompts[r.workload] = workloads.load(r.workload)
+            except workloads.WorkloadError as exc:
+                raise RunFailed(str(exc)) from None
         prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
         sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         base, key, name = srv.spec.base_url, srv.api_key, r.server.served_name
@@ -373,7 +424,10 @@ class Runner:
             if not all(w.ok for w in warm):
                 raise RunFailed(f"warm-up request failed: {next(w.error for w in warm if not w.ok)}")
         async with httpx.AsyncClient(timeout=10.0) as client:
-            before = await self._scrape(client, metrics_url)
+            try:
+                before = await self._scrape(client, metrics_url)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             t_wall0 = time.time()
             state = {"done": 0, "out": 0, "last": before, "rows": []}
@@ -400,10 +454,14 @@ class Runner:
                     pass
             wall = time.perf_counter() - t_start
             t_wall1 = time.time()
-            if not srv.alive:
-                raise RunFailed("vLLM server died during the run: "
-                                + (launch.reason_from_log(list(srv.tail)) or f"exit code {getattr(srv.proc, 'returncode', '?')}"))
-            after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)
+            if why:
+                raise RunFailed(why)
+            try:
+                after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics after the run: "
+                                f"{type(exc).__name__}") from None
         seen.update(p.id for p in prompts)
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
@@ -457,3 +515,16 @@ class Runner:
 
 class RunFailed(Exception):
     pass
+
+
+def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:
+    """Why the server is gone, or None while it runs. The grace covers a killed server that is not
+    reaped yet: a process with gigabytes mapped takes a moment to exit, on a busy machine longer."""
+    if srv.proc is None:  # an attached server: no process of ours to watch
+        return None if srv.alive else f"the attached server at {srv.spec.base_url} stopped answering"
+    try:
+        srv.proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return None
+    return "vLLM server died during the run: " + (launch.reason_from_log(list(srv.tail))
+                                                  or f"exit code {srv.proc.returncode}")

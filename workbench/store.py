@@ -9,7 +9,9 @@ from pathlib import Path
 
 import sqlite_utils
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+# How long a writer waits for another program's write lock before giving up.
+BUSY_TIMEOUT_S = 30.0
 
 RUN_COLUMNS = {
     "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
@@ -103,17 +105,35 @@ def _v4(db: sqlite_utils.Database) -> None:
     db["telemetry"].create_index(["run_id", "id"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+def _v5(db: sqlite_utils.Database) -> None:
+    # What an adaptive sweep concluded per method x workload x concurrency: the recommended N,
+    # the speedup predicted for it before it was confirmed, the one measured, and the runs it took.
+    db["recommendations"].create({
+        "id": int, "experiment_id": int, "target": str, "method": str, "draft": str, "options": str,
+        "workload": str, "concurrency": int, "family": str, "best_n": int, "predicted_speedup": float,
+        "predicted_half_width": float, "measured_speedup": float, "uncertain": int, "runner_up": int,
+        "runs_used": int, "runs_total": int, "measured_n": str, "alpha": float, "beta": float,
+        "curve": str, "summary": str, "created": float,
+    }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")], if_not_exists=True)
+    db["recommendations"].create_index(["experiment_id"], if_not_exists=True)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}
 RUN_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
 
 
 def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
     """Open (creating and migrating if needed) a results database, or raise StoreError."""
     path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a database file")
     if readonly:
         if not path.exists():
             raise StoreError(f"no database at {path}")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {path} ({exc})") from None
         db = sqlite_utils.Database(conn)
         _check(db, path, readonly=True)
         return db
@@ -122,7 +142,7 @@ def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
     except OSError as exc:
         raise StoreError(f"cannot create the folder for {path}: {exc.strerror}") from None
     try:
-        conn = sqlite3.connect(path, timeout=30)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         db = sqlite_utils.Database(conn)
         _check(db, path, readonly=False)
         db.enable_wal()
@@ -130,20 +150,37 @@ def open_db(path: str | Path, readonly: bool = False) -> sqlite_utils.Database:
         db.execute("PRAGMA foreign_keys=ON")
         _migrate(db)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a usable Draftbench database ({exc})") from None
+        raise StoreError(_unusable(path, exc)) from None
     return db
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError) -> str:
+    if "locked" in str(exc):
+        return f"{path} is locked by another program writing to it; close that program or try again"
+    return f"{path} is not a usable Draftbench database ({exc})"
 
 
 def _check(db: sqlite_utils.Database, path: Path, readonly: bool) -> None:
     try:
         version = schema_version(db)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a usable Draftbench database ({exc})") from None
+        raise StoreError(_unusable(path, exc)) from None
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path} was written by a newer Draftbench (schema {version}, "
                          f"this one knows up to {SCHEMA_VERSION}); upgrade Draftbench to open it")
     if readonly and version == 0 and db.table_names():
         raise StoreError(f"{path} is an SQLite file but not a Draftbench database")
+
+
+def check_integrity(db: sqlite_utils.Database, path: str | Path) -> None:
+    """Refuse a damaged file before writing to it (quick_check reads every page once)."""
+    try:
+        problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        problem = str(exc)
+    if problem != "ok":
+        problem = " ".join(problem.replace("*** in database main ***", "").split())
+        raise StoreError(f"{path} is damaged ({problem}); nothing was written to it: open another database")
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -1,0 +1,394 @@
+"""Faults, caused for real against the real runner and real vLLM CPU servers: a server SIGKILLed
+mid-run, its port taken, the database locked by another writer, a full disk while the database is
+written and while a benchmark downloads, a newer or damaged database, an unreachable Hub and a
+gated dataset without a token. After each: `PRAGMA integrity_check` is ok and no completed run
+lost a row.
+
+Covered elsewhere, not repeated here: the runner SIGKILLed mid-sweep and resumed
+(tests/test_runner.py), the app closed mid-run and reopened, reattaching (tests/test_gui_sweep.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from standin_hub import StandinHub
+from workbench import launch, plan, runner
+
+ROOT = Path(__file__).resolve().parent.parent
+CHILD_TABLES = ("samples", "positions", "requests", "logs")
+
+FAULT_PLAN = """
+name = "faults"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+dtype = "bfloat16"
+enforce_eager = true
+[[methods]]
+method = "ngram"
+n = [2, 3]
+options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
+[workload]
+num_prompts = 4
+max_tokens = 48
+warmup = 1
+concurrency = [1, 2]
+temperature = 0.0
+[server]
+health_timeout_s = 300
+"""
+
+# Another program writing to the results database: it takes the write lock, writes, holds it.
+LOCKER = ("import sqlite3, sys, time\n"
+          "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+          "c.execute('BEGIN IMMEDIATE')\n"
+          "c.execute(\"INSERT OR REPLACE INTO meta VALUES ('another-writer', 'was here')\")\n"
+          "print('locked', flush=True)\n"
+          "time.sleep(float(sys.argv[2]))\n"
+          "c.execute('COMMIT')\n")
+
+
+def completed_rows(db_path: Path) -> dict[int, tuple]:
+    """Every completed run: its row and a digest of each of its child tables' rows."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        out = {}
+        for row in conn.execute("SELECT * FROM runs WHERE status = 'completed' ORDER BY id").fetchall():
+            digests = []
+            for table in CHILD_TABLES:
+                rows = conn.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", [row[0]]).fetchall()
+                digests.append((len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()))
+            out[row[0]] = (row, tuple(digests))
+        return out
+    finally:
+        conn.close()
+
+
+def assert_intact(db_path: Path, before: dict[int, tuple]) -> None:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    after = completed_rows(db_path)
+    for run_id, value in before.items():
+        assert after.get(run_id) == value, f"completed run {run_id} changed or lost rows"
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    """A consistent copy through SQLite's backup API (the WAL's content included)."""
+    a, b = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    return dst
+
+
+def _port(command: str) -> int:
+    return int(command.split("--port ")[1].split()[0])
+
+
+def _group_alive(pgid: int) -> list[int]:
+    alive = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return alive
+
+
+@pytest.fixture(scope="module")
+def fault_sweep(demo_models, vllm_install, tmp_path_factory):
+    """One sweep on three server configurations with faults injected as it goes: the baseline's port
+    is taken; the ngram N=2 server is SIGKILLed in the middle of its second run; another program
+    holds the database's write lock during the first ngram N=3 run."""
+    folder = tmp_path_factory.mktemp("faults")
+    db_path = folder / "results.sqlite"
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    ports = [busy.getsockname()[1]]
+    real_free_port = launch.free_port
+    events: list[dict] = []
+    record: dict = {"label": ""}
+
+    def emit(event: dict) -> None:
+        events.append(event)
+        kind = event["event"]
+        if kind == "server_starting":
+            record["port"] = _port(event["command"])
+        elif kind == "run_started":
+            record["label"] = event["label"]
+        elif kind == "progress" and event["done"] < event["total"]:
+            label = record["label"]
+            if label.startswith("ngram N=2") and "c=2" in label and "killed" not in record:
+                record["before_kill"] = completed_rows(db_path)
+                server = next(c for c in psutil.Process().children()
+                              if f"--port {record['port']}" in " ".join(c.cmdline()))
+                record["killed"] = server.pid
+                os.kill(server.pid, signal.SIGKILL)
+            elif label.startswith("ngram N=3") and "c=1" in label and "locker" not in record:
+                locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db_path), "3"],
+                                          stdout=subprocess.PIPE, text=True)
+                assert locker.stdout.readline().strip() == "locked"
+                record["locker"] = locker
+                record["locked_at"] = event["t"]
+                record["locked_run"] = event["run"]
+
+    p = plan.loads(FAULT_PLAN)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(launch, "free_port", lambda: ports.pop() if ports else real_free_port())
+        r = runner.Runner(p, str(db_path), vllm_install, emit=emit)
+        summary = r.run()
+        r.db.conn.close()
+    busy.close()
+    if "locker" in record:
+        record["locker"].wait(30)
+    return db_path, summary, events, record
+
+
+def _runs(db_path: Path) -> dict[str, dict]:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
+        return {f"{r['method']} N={r['n']} c={r['concurrency']}": dict(r) for r in rows}
+    finally:
+        conn.close()
+
+
+def test_port_in_use_fails_that_servers_runs_and_the_sweep_goes_on(fault_sweep):
+    db_path, summary, events, _ = fault_sweep
+    runs = _runs(db_path)
+    for c in (1, 2):
+        base = runs[f"baseline N=None c={c}"]
+        assert base["status"] == "failed" and "is already in use" in base["error"]
+    # No server was started on the taken port; the other two configurations were.
+    assert [e["event"] for e in events].count("server_ready") == 2
+    assert summary["completed"] == 3 and summary["failed"] == 3
+    assert_intact(db_path, {})
+
+
+def test_vllm_sigkilled_mid_run_fails_that_run_with_its_log_and_the_sweep_goes_on(fault_sweep):
+    db_path, _, events, record = fault_sweep
+    assert "killed" in record, "the ngram N=2 run finished before it could be killed"
+    runs = _runs(db_path)
+    killed = runs["ngram N=2 c=2"]
+    assert killed["status"] == "failed"
+    assert killed["error"].startswith("vLLM server died during the run"), killed["error"]
+    assert killed["finished"] is not None
+    # Its log tail is kept: the server's own lines up to the kill.
+    assert len(killed["log_tail"].splitlines()) >= 10 and "POST /v1/chat/completions" in killed["log_tail"]
+    assert any(e["event"] == "run_failed" and e["run"] == killed["id"] for e in events)
+    # The run before it on the same server, and both runs on the next server, completed.
+    for label in ("ngram N=2 c=1", "ngram N=3 c=1", "ngram N=3 c=2"):
+        assert runs[label]["status"] == "completed" and runs[label]["requests_ok"] == 4, label
+    # Nothing of the killed server's process group outlived it (its engine process included).
+    assert _group_alive(record["killed"]) == []
+    assert not launch.port_in_use(_port(killed["command"]))
+    assert_intact(db_path, record["before_kill"])
+    assert record["before_kill"], "a completed run existed when the server was killed"
+
+
+def test_another_writer_holding_the_lock_delays_but_loses_nothing(fault_sweep):
+    db_path, _, _, record = fault_sweep
+    assert record["locker"].returncode == 0
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'another-writer'").fetchone() == ("was here",)
+        run = conn.execute("SELECT status, requests_ok FROM runs WHERE id = ?", [record["locked_run"]]).fetchone()
+        times = [t for (t,) in conn.execute("SELECT t FROM samples WHERE run_id = ? ORDER BY id", [record["locked_run"]])]
+        requests = conn.execute("SELECT count(*) FROM requests WHERE run_id = ?", [record["locked_run"]]).fetchone()[0]
+    finally:
+        conn.close()
+    assert run == ("completed", 4) and requests == 4
+    # The runner waited for the lock (one gap of about the 3 s it was held), then carried on.
+    assert max(b - a for a, b in zip(times, times[1:])) > 2.0
+    assert_intact(db_path, {})
+
+
+def _cli(args: list[str], env: dict | None = None, preexec=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_DISABLE_PROGRESS_BARS": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=full,
+                          preexec_fn=preexec, timeout=timeout)
+
+
+def _one_line(done: subprocess.CompletedProcess, message: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stdout + done.stderr
+    # Progress lines ("[100%] demo model ready") may come first; the answer is one line.
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("[")]
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_database_locked_by_another_writer_at_start_is_refused_in_one_line(fault_sweep, tmp_path):
+    db = tmp_path / "locked.sqlite"
+    copy_db(fault_sweep[0], db)
+    before = completed_rows(db)
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(FAULT_PLAN.replace('name = "faults"', 'name = "while-locked"'))
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), "20"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        # Readers are not blocked (WAL): the runs can still be listed while the lock is held.
+        assert _cli(["runs", "--db", str(db)]).returncode == 0
+        # The runner waits BUSY_TIMEOUT_S for the lock; 2 s here instead of 30.
+        code = ("import sys; from workbench import store; store.BUSY_TIMEOUT_S = 2\n"
+                "from app.entry import main; sys.exit(main(sys.argv[1:]))")
+        t0 = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", code, "run", str(plan_file), "--db", str(db)],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+        assert time.monotonic() - t0 < 60
+    finally:
+        locker.kill()
+        locker.wait()
+    _one_line(done, "database is locked (another program is writing to it; close it or wait)")
+    assert "server_starting" not in done.stdout
+    assert_intact(db, before)
+
+
+def test_newer_schema_and_damaged_databases_are_refused_untouched(fault_sweep, tmp_path):
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(FAULT_PLAN)
+    newer = tmp_path / "newer.sqlite"
+    copy_db(fault_sweep[0], newer)
+    conn = sqlite3.connect(newer)
+    with conn:
+        conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    conn.close()
+    before = completed_rows(newer)
+    data = newer.read_bytes()
+    _one_line(_cli(["run", str(plan_file), "--db", str(newer)]), "was written by a newer Draftbench (schema 9")
+    assert newer.read_bytes() == data
+    assert_intact(newer, before)
+
+    damaged = tmp_path / "damaged.sqlite"
+    raw = bytearray(copy_db(fault_sweep[0], tmp_path / "copy.sqlite").read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 8192] = b"\x00\xff" * 4096
+    damaged.write_bytes(bytes(raw))
+    done = _cli(["run", str(plan_file), "--db", str(damaged)])
+    _one_line(done, "draftbench: ")
+    assert "damaged" in done.stderr or "malformed" in done.stderr
+    assert damaged.read_bytes() == bytes(raw)
+
+
+# A runner whose file-size limit drops to the database's current size once the first run is in:
+# the kernel refuses every write that would grow a file (EFBIG, as on a full disk). The server was
+# started before, so vLLM itself runs without the limit.
+DISK_FULL = r"""
+import os, resource, signal, sqlite3, sys
+from workbench import runner
+from app.entry import main
+db = sys.argv[sys.argv.index("--db") + 1]
+emit = runner.print_event
+def limited(event):
+    emit(event)
+    if event["event"] == "run_finished" and not os.environ.get("LIMITED"):
+        os.environ["LIMITED"] = "1"
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        size = max(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+        emit({"event": "disk_full", "limit": size})
+runner.print_event = limited
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_disk_full_while_writing_the_database(demo_models, tmp_path):
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(FAULT_PLAN.replace('name = "faults"', 'name = "disk-full"').split("[[methods]]")[0]
+                         + "[workload]" + FAULT_PLAN.split("[workload]")[1])
+    db = tmp_path / "results.sqlite"
+    done = subprocess.run([sys.executable, "-c", DISK_FULL, "run", str(plan_file), "--db", str(db)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("run_finished") == 1 and "disk_full" in kinds, done.stderr[-3000:]
+    _one_line(done, "draftbench: the results database cannot be used: ")
+    assert "free some disk space, then run the same plan again to resume" in done.stderr
+    runs = _runs(db)
+    assert runs["baseline N=None c=1"]["status"] == "completed"
+    assert runs["baseline N=None c=2"]["status"] != "completed"
+    finished = next(e for e in events if e["event"] == "run_finished")
+    before = completed_rows(db)
+    assert list(before) == [finished["run"]] and before[finished["run"]][1][2][0] == 4  # its 4 requests
+    assert_intact(db, before)
+    # The server did not outlive the runner.
+    port = _port(runs["baseline N=None c=1"]["command"])
+    assert not launch.port_in_use(port)
+
+
+# --- the Hub -------------------------------------------------------------------------------------------
+MATH500_ROWS = "".join(json.dumps({"problem": f"Compute {i} + {i}. " + "Show every step. " * 60,
+                                   "unique_id": f"test/{i}.json"}) + "\n" for i in range(300)).encode()
+
+
+def _hub_env(tmp_path: Path, endpoint: str) -> dict:
+    env = {"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_XET": "1"}
+    return env
+
+
+def _no_token():
+    return {k: "" for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+
+
+def test_disk_full_while_downloading_a_benchmark(tmp_path):
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+
+    with StandinHub({"test.jsonl": MATH500_ROWS}) as hub:
+        env = _hub_env(tmp_path, hub.url)
+        done = _cli(["workloads", "show", "math500", "--limit", "1"], env, preexec=limit)
+        _one_line(done, "could not fetch HuggingFaceH4/MATH-500 into the Hugging Face cache: File too large")
+        assert any(r.startswith("GET /datasets/") for r in hub.requests)
+        # With space again, the same command completes from the partial download left behind.
+        again = _cli(["workloads", "show", "math500", "--limit", "1"], env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("300 prompts in math500")
+
+
+def test_hub_unreachable(tmp_path):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: connections are refused, as when the Hub is unreachable
+    done = _cli(["workloads", "show", "gsm8k"], _hub_env(tmp_path, f"http://127.0.0.1:{port}"))
+    _one_line(done, "openai/gsm8k is not in the Hugging Face cache and the Hub cannot be reached")
+
+
+def test_hub_offline_run_is_refused_before_any_server_starts(fault_sweep, tmp_path):
+    db = tmp_path / "results.sqlite"
+    copy_db(fault_sweep[0], db)
+    before = completed_rows(db)
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(FAULT_PLAN.replace("temperature = 0.0", 'temperature = 0.0\nnames = ["gsm8k"]'))
+    done = _cli(["run", str(plan_file), "--db", str(db)], {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    _one_line(done, "openai/gsm8k is not in the Hugging Face cache and the Hub cannot be reached (offline)")
+    assert done.stdout == ""
+    assert_intact(db, before)
+
+
+def test_gated_dataset_without_a_token(tmp_path):
+    with StandinHub({"test.jsonl": MATH500_ROWS}, gated=True) as hub:
+        done = _cli(["workloads", "show", "math500"], {**_hub_env(tmp_path, hub.url), **_no_token()})
+        _one_line(done, "HuggingFaceH4/MATH-500 is gated: accept its terms on its Hub page and set HF_TOKEN")
+        assert hub.requests and not any("/resolve/" in r for r in hub.requests)
