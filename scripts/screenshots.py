@@ -2,9 +2,9 @@
 
 Run under a real X server, e.g.  xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
 It starts a small real sweep (baseline and ngram on the demo target) through the app itself.
-With `--compare DB` it instead opens that results database (e.g. one made by
+With `--compare DB [FILE]` it instead opens that results database (e.g. one made by
 `draftbench run resources/plans/demo.toml`), compares its latest experiment, and saves the
-Compare page and an HTML report (rendered to PNG with headless Chromium when it is installed).
+Compare page (as docs/FILE, default screenshot-compare.png) and, by default, an HTML report (rendered to PNG with headless Chromium when it is installed).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def wait(app: QApplication, predicate, timeout: float) -> None:
     raise SystemExit("timed out waiting for the app")
 
 
-def compare_shots(app: QApplication, db: Path) -> None:
+def compare_shots(app: QApplication, db: Path, name: str = "screenshot-compare.png") -> None:
     import shutil
     import subprocess
 
@@ -46,7 +46,10 @@ def compare_shots(app: QApplication, db: Path) -> None:
     for _ in range(10):
         app.processEvents()
         time.sleep(0.05)
-    w.grab().save(str(out / "screenshot-compare.png"))
+    w.grab().save(str(out / name))
+    if name != "screenshot-compare.png":
+        w.close()
+        return
     report = Path(tempfile.mkdtemp()) / "report.html"
     from app.exports import write_report
 
@@ -62,11 +65,11 @@ def compare_shots(app: QApplication, db: Path) -> None:
 
 def main() -> None:
     app = QApplication(sys.argv[:1])
-    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--compare":
         from app import theme
 
         theme.apply()
-        compare_shots(app, Path(sys.argv[2]))
+        compare_shots(app, Path(sys.argv[2]), *sys.argv[3:])
         return
     from app import theme
     from app.main import MainWindow

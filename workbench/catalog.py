@@ -45,8 +45,25 @@ def catalog_path() -> Path:
     return paths.resources_dir() / "catalog.toml"
 
 
+def user_catalog_path() -> Path:
+    """Pairs added on this machine (`draftbench train` registers its drafts here)."""
+    return paths.config_dir() / "catalog.toml"
+
+
 def load(path: Path | None = None) -> list[Pair]:
-    path = path or catalog_path()
+    """The shipped catalog followed by the user's, or only the file named."""
+    if path is None:
+        pairs = _load(catalog_path())
+        if user_catalog_path().exists():
+            pairs += _load(user_catalog_path())
+        names = [p.name for p in pairs]
+        if len(set(names)) != len(names):
+            raise CatalogError(f"{user_catalog_path()} names a pair the shipped catalog already has")
+        return pairs
+    return _load(path)
+
+
+def _load(path: Path) -> list[Pair]:
     try:
         doc = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:

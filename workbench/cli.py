@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     md.add_argument("--delete", metavar="REPO", help="remove a model from the cache")
     md.add_argument("--json", action="store_true")
 
+    _train_parser(sub)
+
     eb = sub.add_parser("export-bench", help="write a run as a `vllm bench serve` result JSON file")
     eb.add_argument("run", type=int)
     eb.add_argument("--db", default=None)
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
         return {"demo-model": _demo_model, "run": _run, "runs": _runs, "show": _show,
                 "import-bench": _import_bench, "export-bench": _export_bench,
                 "workloads": _workloads, "catalog": _catalog, "new": _new,
-                "pull": _pull, "models": _models, "remote": _remote}[args.command](args)
+                "pull": _pull, "models": _models, "remote": _remote, "train": _train}[args.command](args)
     except CliError as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
@@ -170,6 +172,54 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
     except KeyboardInterrupt:
         print("draftbench: interrupted", file=sys.stderr)
         return 130
+
+
+def _train_parser(sub) -> None:
+    t = sub.add_parser("train", help="train an EAGLE-3 (or DFlash) draft for a target from its own responses (resumes)")
+    t.add_argument("--target", required=True, help="model folder or demo:NAME")
+    t.add_argument("--out", required=True, help="output folder (a rerun resumes what is there)")
+    t.add_argument("--prompts", default="builtin", help="workload name (builtin, gsm8k, ...) or a prompt file")
+    t.add_argument("--num-prompts", type=int, default=48)
+    t.add_argument("--max-tokens", type=int, default=128, help="response length the target generates")
+    t.add_argument("--seq-length", type=int, default=512)
+    t.add_argument("--epochs", type=int, default=3)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--speculator-type", choices=["eagle3", "dflash"], default="eagle3")
+    t.add_argument("--draft-vocab-size", type=int, default=4096)
+    t.add_argument("--layer-ids", type=int, nargs="+", help="target layers the draft reads (default 2, L/2, L-3)")
+    t.add_argument("--max-steps", type=int, help="stop training after this many steps")
+    t.add_argument("--name", help="name of the catalog pair to register (default trained-eagle3-FOLDER)")
+    t.add_argument("--endpoint", help="use this running vLLM server for the responses instead of starting one")
+    t.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
+    t.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
+
+
+def _train(args) -> int:
+    from workbench import runner, train
+
+    cfg = train.TrainConfig(
+        target=args.target, out=str(Path(args.out).resolve()), prompts=args.prompts, num_prompts=args.num_prompts,
+        max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
+        draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids,
+        max_steps=args.max_steps, name=args.name)
+    emit = runner.file_events(args.events) if args.events else runner.print_event
+    pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, vllm_python=args.vllm_python)
+
+    def stop(signum, frame):
+        pipeline.cancel()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        summary = pipeline.run()
+    except train.TrainError as exc:
+        raise CliError(str(exc)) from None
+    except train.Cancelled:
+        print(f"draftbench: cancelled; rerun the same command to resume ({cfg.out})", file=sys.stderr)
+        return 130
+    print(f"draftbench: draft {summary['checkpoint']} registered as pair {summary['pair']}; "
+          f"evaluate it against the baseline with: draftbench run {summary['plan']}", file=sys.stderr)
+    return 0
 
 
 def store_message(exc: sqlite3.DatabaseError) -> str:

@@ -1,0 +1,89 @@
+"""`draftbench train` on a tiny configuration: every step for real (the target's responses from a
+real vLLM CPU server, speculators' prepare-data and training, hidden states from the real target),
+cancelled part-way and resumed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench import catalog, plan, train
+
+pytestmark = pytest.mark.vllm
+
+
+def _config(out: Path, **kw) -> train.TrainConfig:
+    base = dict(target="demo:smollm2-135m", out=str(out), prompts="builtin", num_prompts=4, max_tokens=24,
+                seq_length=256, epochs=1, draft_vocab_size=256, name="test-trained-eagle3")
+    base.update(kw)
+    return train.TrainConfig(**base)
+
+
+def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
+    monkeypatch.setenv("DRAFTBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    out = tmp_path / "run"
+    events: list[dict] = []
+
+    def cancel_after_first_hidden_state(event):
+        events.append(event)
+        if event.get("step") == "hidden_states" and event.get("event") == "progress":
+            pipeline.cancel()
+
+    pipeline = train.Pipeline(_config(out), emit=cancel_after_first_hidden_state,
+                              endpoint=draft_server.spec.base_url, api_key=draft_server.api_key)
+    with pytest.raises(train.Cancelled):
+        pipeline.run()
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    assert set(done) == {"prompts", "responses", "prepare"}
+    assert done["prompts"]["prompts"] == 4 and done["responses"]["responses"] == 4
+    assert 0 < done["responses"]["completion_tokens"] <= 4 * 24
+    rows = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+    assert all(len(r["input_ids"]) == len(r["loss_mask"]) and r["loss_mask"][0] == 0 and r["loss_mask"][-1] == 1
+               for r in rows)
+    assert (out / "data" / "hidden_states" / "hs_0.safetensors").exists()
+    assert not (out / "data" / "hidden_states" / "hs_1.safetensors").exists()
+
+    # The rerun skips the finished steps, reuses the cached hidden-state file and trains.
+    events.clear()
+    summary = train.Pipeline(_config(out), emit=events.append).run()
+    skipped = [e["step"] for e in events if e["event"] == "step_skipped"]
+    assert skipped == ["prompts", "responses", "prepare"]
+    hs = next(e for e in events if e["event"] == "step_finished" and e["step"] == "hidden_states")
+    assert hs["reused"] == 1 and hs["written"] == hs["files"] - 1
+    steps = [e for e in events if e["event"] == "train_step"]
+    assert steps and all(isinstance(e["loss"], float) for e in steps)
+    assert any(e["event"] == "validation" for e in events)
+
+    ckpt = Path(summary["checkpoint"])
+    cfg = json.loads((ckpt / "config.json").read_text())
+    verifier = cfg["speculators_config"]["verifier"]["name_or_path"]
+    assert Path(verifier).is_absolute() and (Path(verifier) / "config.json").exists()
+    assert cfg["draft_vocab_size"] == 256
+    pair = catalog.get("test-trained-eagle3")
+    assert pair.method == "eagle3" and pair.draft == str(ckpt)
+    p = plan.load(summary["plan"])
+    assert {r.server.method for r in p.runs} == {"baseline", "eagle3"}
+
+    # A third run has nothing left to do.
+    events.clear()
+    train.Pipeline(_config(out), emit=events.append).run()
+    assert all(e["event"] != "step_started" for e in events)
+
+
+def test_other_configuration_in_the_same_folder_is_refused(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"config": _config(out, num_prompts=8).key(), "done": {}}))
+    with pytest.raises(train.TrainError, match="another configuration"):
+        train.Pipeline(_config(out)).run()
+
+
+def test_cli_bad_target_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "workbench.cli", "train", "--target", str(tmp_path / "nope"),
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "does not exist" in r.stderr

@@ -1,0 +1,517 @@
+"""Training a speculator (EAGLE-3) for a target, as resumable steps in one output folder.
+
+prompts -> responses (the target's own, from a vLLM server started here) -> prepare (speculators
+prepare-data) -> hidden states (transformers forward hooks, the file layout speculators reads) ->
+train (speculators, in a subprocess) -> checkpoint (absolute verifier path) -> register (user
+catalog pair and an evaluation plan).
+
+`manifest.json` in the folder records the configuration and each finished step; a rerun skips the
+finished steps, so a cancelled run resumes where it stopped. Every file is written under a
+temporary name and renamed when complete, so a cancel never leaves a half-written file in use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+STEPS = ("prompts", "responses", "prepare", "hidden_states", "train", "checkpoint", "register")
+MANIFEST = "manifest.json"
+
+Emit = Callable[[dict], None]
+CONCURRENCY = 8  # requests in flight while the target writes the responses
+
+
+class TrainError(Exception):
+    """A one-line reason the training pipeline cannot go on."""
+
+
+class Cancelled(Exception):
+    """The run was asked to stop; finished steps stay recorded."""
+
+
+@dataclass
+class TrainConfig:
+    target: str                      # a model folder or demo:NAME
+    out: str                         # the output folder (absolute)
+    prompts: str = "builtin"         # a Draftbench workload name or a prompt file
+    num_prompts: int = 48
+    max_tokens: int = 128
+    seq_length: int = 512
+    epochs: int = 3
+    lr: float = 1e-3
+    draft_vocab_size: int = 4096
+    speculator_type: str = "eagle3"
+    layer_ids: list[int] | None = None   # default: speculators' [2, L//2, L-3]
+    max_steps: int | None = None
+    seed: int = 0
+    name: str | None = None          # the catalog pair's name
+
+    def key(self) -> dict:
+        # What changes the data or the model; `max_steps` and `epochs` may grow on a rerun.
+        d = asdict(self)
+        for k in ("out", "max_steps", "epochs", "name"):
+            d.pop(k)
+        return d
+
+
+@dataclass
+class Pipeline:
+    config: TrainConfig
+    emit: Emit = lambda e: None
+    endpoint: str | None = None      # an already running server for the responses (no start)
+    api_key: str | None = None       # that server's key, if it has one
+    vllm_python: str | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    _proc: subprocess.Popen | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def out(self) -> Path:
+        return Path(self.config.out)
+
+    @property
+    def target(self) -> str:
+        from workbench import plan
+
+        try:
+            return plan.resolve_model(self.config.target, "target", Path.cwd())
+        except plan.PlanError as exc:
+            raise TrainError(str(exc)) from None
+
+    def manifest(self) -> dict:
+        path = self.out / MANIFEST
+        if not path.exists():
+            return {"config": self.config.key(), "done": {}}
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise TrainError(f"cannot read {path}: {exc}") from None
+
+    def _save_manifest(self, m: dict) -> None:
+        _write_atomic(self.out / MANIFEST, json.dumps(m, indent=2))
+
+    def _mark_done(self, step: str, info: dict) -> None:
+        m = self.manifest()
+        m["done"][step] = {**info, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        self._save_manifest(m)
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def _check(self) -> None:
+        if self.cancel_event.is_set():
+            raise Cancelled()
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self) -> dict:
+        self.target  # a bad target is reported before anything is written
+        self.out.mkdir(parents=True, exist_ok=True)
+        m = self.manifest()
+        if m.get("config") != self.config.key():
+            raise TrainError(f"{self.out} holds a training run with another configuration; "
+                             "choose another --out (or delete the folder)")
+        self._save_manifest(m)
+        for step in STEPS:
+            self._check()
+            done = self.manifest()["done"]
+            if step in done and not (step == "train" and self._more_training(done["train"])):
+                self.emit({"event": "step_skipped", "step": step})
+                continue
+            self.emit({"event": "step_started", "step": step})
+            t0 = time.monotonic()
+            info = getattr(self, "_" + step)()
+            info["seconds"] = round(time.monotonic() - t0, 1)
+            self._mark_done(step, info)
+            self.emit({"event": "step_finished", "step": step, **info})
+        done = self.manifest()["done"]
+        summary = {"event": "done", "out": str(self.out), "checkpoint": done["checkpoint"]["path"],
+                   "pair": done["register"]["pair"], "plan": done["register"]["plan"]}
+        self.emit(summary)
+        return summary
+
+    def _more_training(self, info: dict) -> bool:
+        return info.get("epochs", 0) < self.config.epochs and self.config.max_steps is None
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _prompts(self) -> dict:
+        from workbench import workloads
+
+        try:
+            prompts = workloads.load(self.config.prompts, Path.cwd())
+        except workloads.WorkloadError as exc:
+            raise TrainError(str(exc)) from None
+        if not prompts:
+            raise TrainError(f"the workload {self.config.prompts!r} has no prompts")
+        chosen = workloads.sample(prompts, self.config.num_prompts, self.config.seed)
+        # Cycling would repeat prompts when more are asked for than exist: keep each once.
+        seen, rows = set(), []
+        for p in chosen:
+            if p.text in seen:
+                continue
+            seen.add(p.text)
+            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": p.text}]})
+        _write_atomic(self.out / "prompts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        return {"prompts": len(rows), "source": self.config.prompts}
+
+    def _responses(self) -> dict:
+        rows = [json.loads(line) for line in (self.out / "prompts.jsonl").read_text().splitlines() if line]
+        partial = self.out / "responses.partial.jsonl"
+        have = {}
+        if partial.exists():
+            for line in partial.read_text().splitlines():
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a cancel
+                have[r["id"]] = r
+        todo = [r for r in rows if r["id"] not in have]
+        if todo:
+            if self.endpoint:
+                self._generate(self.endpoint, self.api_key, todo, partial, len(have), len(rows))
+            else:
+                server = self._start_server()
+                try:
+                    self._generate(server.spec.base_url, server.api_key, todo, partial, len(have), len(rows))
+                finally:
+                    server.stop()
+        have = {}
+        for line in partial.read_text().splitlines():
+            r = json.loads(line)
+            have[r["id"]] = r
+        ordered = [have[r["id"]] for r in rows if r["id"] in have]
+        _write_atomic(self.out / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in ordered))
+        tokens = sum(sum(r["loss_mask"]) for r in ordered)
+        return {"responses": len(ordered), "completion_tokens": tokens,
+                "tokens": sum(len(r["input_ids"]) for r in ordered)}
+
+    def _start_server(self):
+        from workbench import engine, launch, plan
+
+        install = engine.probe(self.vllm_python or sys.executable)
+        if not install.found:
+            raise TrainError(f"no vLLM in {install.python}: install Draftbench with the `cpu` or `gpu` extra")
+        server = plan.Server(target=self.target, served_name="target", method="baseline", n=None, draft=None,
+                             options=(), max_model_len=max(2048, self.config.seq_length), dtype="bfloat16",
+                             extra_args=(), env=(), enforce_eager=True, per_request_metrics=False)
+        log = open(self.out / "server.log", "a", encoding="utf-8", buffering=1)
+        srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()),
+                                 on_line=lambda _stream, line: log.write(line + "\n"))
+        self.emit({"event": "server_starting", "command": srv.spec.command})
+        srv.start()
+        try:
+            srv.wait_healthy(600, cancelled=self.cancel_event.is_set)
+        except launch.LaunchError as exc:
+            srv.stop()
+            if self.cancel_event.is_set():
+                raise Cancelled() from None
+            raise TrainError(str(exc)) from None
+        return srv
+
+    def _generate(self, base_url: str, api_key: str | None, todo: list[dict], partial: Path,
+                  done: int, total: int) -> None:
+        """Greedy responses by the target itself, with the exact token ids vLLM used (prompt
+        tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
+        import httpx
+
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited (the
+        # server is stopped next, which ends them).
+        pool = ThreadPoolExecutor(CONCURRENCY)
+        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client, \
+                open(partial, "a", encoding="utf-8") as f:
+            model = client.get("/v1/models").json()["data"][0]["id"]
+
+            def one(row: dict) -> dict:
+                if self.cancel_event.is_set():
+                    return {}
+                body = {"model": model, "messages": row["messages"], "max_tokens": self.config.max_tokens,
+                        "temperature": 0.0, "return_token_ids": True}
+                r = client.post("/v1/chat/completions", json=body)
+                if r.status_code != 200:
+                    raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
+                data = r.json()
+                choice = data["choices"][0]
+                prompt_ids, completion_ids = data.get("prompt_token_ids"), choice.get("token_ids")
+                if prompt_ids is None or completion_ids is None:
+                    raise TrainError("the vLLM server returned no token ids (it needs `return_token_ids`, "
+                                     "vLLM >= 0.10.2)")
+                return {"id": row["id"],
+                        "messages": row["messages"] + [{"role": "assistant",
+                                                        "content": choice["message"]["content"] or ""}],
+                        "input_ids": prompt_ids + completion_ids,
+                        "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
+
+            pending = {pool.submit(one, row) for row in todo}
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        out = fut.result()
+                        if not out:
+                            continue
+                        # One whole line per response, written here only: a cancel loses at most
+                        # the requests in flight.
+                        f.write(json.dumps(out) + "\n")
+                        f.flush()
+                        done += 1
+                        self.emit({"event": "progress", "step": "responses", "done": done, "total": total})
+                    self._check()
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+    def _prepare(self) -> dict:
+        data = self.out / "data"
+        argv = [_speculators(), "prepare-data", "--model", self.target, "--data", str(self.out / "responses.jsonl"),
+                "--output", str(data), "--seq-length", str(self.config.seq_length), "--no-skip-token-freq",
+                "--seed", str(self.config.seed), "--overwrite"]
+        self._subprocess(argv, "prepare")
+        ds = _load_dataset(data)
+        return {"samples": len(ds), "tokens": int(sum(len(x) for x in ds["input_ids"]))}
+
+    def layer_ids(self, num_layers: int) -> list[int]:
+        if self.config.layer_ids:
+            bad = [i for i in self.config.layer_ids if not 1 <= i <= num_layers]
+            if bad:
+                raise TrainError(f"layer ids {bad} are outside the target's 1..{num_layers}")
+            return list(self.config.layer_ids)
+        return [2, num_layers // 2, num_layers - 3]
+
+    def _hidden_states(self) -> dict:
+        """Per sample: the outputs of decoder layers k-1 for each id k, plus the last decoder
+        layer's output (before the final norm), stacked as [seq, n_layers, H] — what vLLM's
+        `extract_hidden_states` writes, obtained here with forward hooks, so it runs on CPU."""
+        import torch
+        from safetensors.torch import save_file
+        from transformers import AutoModelForCausalLM
+
+        ds = _load_dataset(self.out / "data")
+        folder = self.out / "data" / "hidden_states"
+        folder.mkdir(parents=True, exist_ok=True)
+        # float32 on CPU: bf16 matmuls there are several times slower; the files are stored in bf16.
+        on_cpu = not torch.accelerator.is_available()
+        model = AutoModelForCausalLM.from_pretrained(self.target, dtype=torch.float32 if on_cpu else torch.bfloat16)
+        if not on_cpu:
+            model.to(torch.accelerator.current_accelerator())
+        model.eval()
+        layers = model.model.layers
+        ids = self.layer_ids(len(layers)) + [len(layers)]
+        captured: dict[int, torch.Tensor] = {}
+        hooks = []
+        for k in ids:
+            def hook(_module, _inputs, output, k=k):
+                captured[k] = (output[0] if isinstance(output, tuple) else output).detach()
+            hooks.append(layers[k - 1].register_forward_hook(hook))
+        written = reused = 0
+        try:
+            for i in range(len(ds)):
+                self._check()
+                path = folder / f"hs_{i}.safetensors"
+                token_ids = torch.as_tensor(ds[i]["input_ids"]).long()
+                if path.exists() and _cached_matches(path, token_ids, len(ids)):
+                    reused += 1
+                else:
+                    captured.clear()
+                    with torch.no_grad():
+                        model.model(input_ids=token_ids[None].to(model.device))  # no logits needed
+                    hs = torch.stack([captured[k][0] for k in ids], dim=1).to("cpu", torch.bfloat16).contiguous()
+                    tmp = path.with_suffix(".tmp")
+                    save_file({"hidden_states": hs, "token_ids": token_ids}, str(tmp))
+                    os.replace(tmp, path)
+                    written += 1
+                self.emit({"event": "progress", "step": "hidden_states", "done": i + 1, "total": len(ds)})
+        finally:
+            for h in hooks:
+                h.remove()
+        return {"files": len(ds), "written": written, "reused": reused, "layer_ids": ids[:-1],
+                "num_layers": len(layers)}
+
+    def _train(self) -> dict:
+        done = self.manifest()["done"]
+        ids = done["hidden_states"]["layer_ids"]
+        save = self.out / "checkpoints"
+        argv = [sys.executable, "-m", "workbench.speculators_cpu",
+                "--speculator-type", self.config.speculator_type, "--verifier-name-or-path", self.target,
+                "--data-path", str(self.out / "data"), "--save-path", str(save),
+                "--draft-vocab-size", str(self.config.draft_vocab_size),
+                "--target-layer-ids", *map(str, ids), "--total-seq-len", str(self.config.seq_length),
+                "--epochs", str(self.config.epochs), "--lr", str(self.config.lr), "--seed", str(self.config.seed),
+                "--draft-attn-impl", "sdpa", "--loss-implementation", "eager", "--num-workers", "0",
+                "--logger", "", "--save-best"]
+        if self.config.max_steps:
+            argv += ["--max-steps", str(self.config.max_steps)]
+        if self.config.speculator_type == "dflash":
+            # bf16 autocast hits a dtype mismatch in DFlash on CPU; two layers keep a step affordable.
+            argv += ["--hidden-states-dtype", "float32", "--num-layers", "2", "--max-anchors", "64"]
+        history: list[dict] = []
+        self._subprocess(argv, "train", on_metrics=history.append)
+        train = [h for h in history if "train" in h]
+        val = [h for h in history if "val" in h]
+        info = {"steps": len(train), "epochs": self.config.epochs}
+        if train:
+            info["last_loss"] = _loss(train[-1]["train"])
+        if val:
+            info["val"] = val[-1]["val"]
+            info["val_loss"] = _loss(val[-1]["val"])
+        if (self.out / "train-metrics.jsonl").exists():
+            info["history"] = "train-metrics.jsonl"
+        return info
+
+    def _checkpoint(self) -> dict:
+        ckpt = best_checkpoint(self.out / "checkpoints")
+        if ckpt is None:
+            raise TrainError(f"training wrote no checkpoint under {self.out / 'checkpoints'}")
+        cfg_path = ckpt / "config.json"
+        cfg = json.loads(cfg_path.read_text())
+        # vLLM reads the verifier from here; a relative path breaks `vllm serve`, so it is absolute.
+        cfg["speculators_config"]["verifier"]["name_or_path"] = str(Path(self.target).resolve())
+        _write_atomic(cfg_path, json.dumps(cfg, indent=2))
+        return {"path": str(ckpt.resolve())}
+
+    def _register(self) -> dict:
+        from workbench import catalog
+
+        ckpt = self.manifest()["done"]["checkpoint"]["path"]
+        name = self.config.name or f"trained-{self.config.speculator_type}-{self.out.name}"
+        target = self.config.target
+        block = self.config.speculator_type == "dflash"
+        entry = {"name": name, "draft": ckpt, "target": target, "method": self.config.speculator_type,
+                 "n": [3, 7] if block else [1, 2, 3], "draft_gated": False, "target_gated": False, "publisher": "trained here",
+                 "source": str(self.out)}
+        register_pair(entry)
+        pair = catalog.get(name, catalog.load())
+        plan_path = self.out / "evaluate.toml"
+        _write_atomic(plan_path, catalog.plan_text(pair))
+        return {"pair": name, "plan": str(plan_path)}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _subprocess(self, argv: list[str], step: str, on_metrics: Callable[[dict], None] | None = None) -> None:
+        from workbench.speculators_cpu import EVENT_PREFIX
+
+        log = open(self.out / f"{step}.log", "a", encoding="utf-8", buffering=1)
+        metrics = open(self.out / "train-metrics.jsonl", "a", encoding="utf-8", buffering=1) if on_metrics else None
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                          env.get("PYTHONPATH")]))
+        self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      errors="replace", bufsize=1, env=env, start_new_session=True,
+                                      stdin=subprocess.DEVNULL, cwd=self.out)
+        tail: list[str] = []
+        try:
+            assert self._proc.stdout
+            for line in self._proc.stdout:
+                if line.startswith(EVENT_PREFIX) and on_metrics:
+                    record = json.loads(line[len(EVENT_PREFIX):])
+                    metrics.write(json.dumps(record) + "\n")
+                    on_metrics(record)
+                    self.emit(_metric_event(record))
+                    continue
+                log.write(line)
+                tail = (tail + [line.rstrip()])[-30:]
+            rc = self._proc.wait()
+        finally:
+            if self._proc.poll() is None:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
+            self._proc = None
+            log.close()
+            if metrics:
+                metrics.close()
+        if self.cancel_event.is_set():
+            raise Cancelled()
+        if rc != 0:
+            reason = next((t for t in reversed(tail) if re.search(r"Error|error:", t)), tail[-1] if tail else "")
+            raise TrainError(f"{step} failed (exit {rc}): {reason.strip()[:300]} (log: {self.out / (step + '.log')})")
+
+
+def _metric_event(record: dict) -> dict:
+    if "train" in record:
+        return {"event": "train_step", "step": record.get("global_step"), "epoch": record.get("epoch"),
+                "loss": _loss(record["train"]), "metrics": record["train"]}
+    if "val" in record:
+        return {"event": "validation", "epoch": record.get("epoch"), "loss": _loss(record["val"]),
+                "metrics": record["val"]}
+    return {"event": "metrics", **record}
+
+
+def _loss(metrics: dict) -> float | None:
+    for key in ("loss", "loss_epoch"):
+        if isinstance(metrics.get(key), (int, float)):
+            return metrics[key]
+    return None
+
+
+def best_checkpoint(save: Path) -> Path | None:
+    """`checkpoint_best` when training kept one, else the highest-numbered epoch folder."""
+    if (save / "checkpoint_best" / "config.json").exists():
+        return (save / "checkpoint_best").resolve()
+    epochs = sorted((p for p in save.glob("*") if p.name.isdigit() and (p / "config.json").exists()),
+                    key=lambda p: int(p.name))
+    return epochs[-1] if epochs else None
+
+
+def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            ids = f.get_tensor("token_ids")
+            shape = f.get_slice("hidden_states").get_shape()
+    except Exception:  # a damaged or foreign file is regenerated
+        return False
+    return ids.shape == token_ids.shape and bool((ids == token_ids).all()) and shape[1] == n_layers
+
+
+def _load_dataset(folder: Path):
+    from datasets import load_from_disk
+
+    try:
+        return load_from_disk(str(folder))
+    except (OSError, FileNotFoundError, ValueError) as exc:
+        raise TrainError(f"cannot read the prepared data in {folder}: {exc}") from None
+
+
+def _speculators() -> str:
+    exe = Path(sys.executable).with_name("speculators")
+    if not exe.exists():
+        raise TrainError("the `speculators` package is missing: install Draftbench with the `train` extra")
+    return str(exe)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def register_pair(entry: dict) -> None:
+    """Adds (or replaces, by name) a pair in the user's catalog, which `catalog.load` reads after
+    the shipped one."""
+    import tomllib
+
+    import tomli_w
+
+    from workbench import catalog
+
+    path = catalog.user_catalog_path()
+    doc = tomllib.loads(path.read_text()) if path.exists() else {}
+    pairs = [p for p in doc.get("pair", []) if p.get("name") != entry["name"]] + [entry]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, "# Draft/target pairs trained or added on this machine.\n" + tomli_w.dumps({"pair": pairs}))
