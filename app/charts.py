@@ -84,6 +84,21 @@ def _line(w: pg.PlotWidget, i: int, x, y, name: str, ci=None) -> None:
         w.addItem(err)
 
 
+def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, fmt: str,
+               ci: str | None = None) -> None:
+    """One line per series against N, and a dashed line per context at its baseline's value."""
+    baselines = set()
+    for i, (series, items) in enumerate(_series(rows).items()):
+        _line(w, i, [r["n"] for r in items], [r[key] for r in items], series,
+              [r[ci] for r in items] if ci else None)
+        baselines.add((series.split(" · ", 1)[1], items[0][baseline_key]))
+    for context, base in sorted(baselines, key=str):
+        if base:
+            w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
+                                      label=f"baseline · {context}: {fmt.format(base)}",
+                                      labelOpts={"position": 0.15, "color": "#666666"}))
+
+
 def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
     w.clear()
     if name in EMPTY and not data.get(name):
@@ -93,15 +108,7 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
             _line(w, i, [r["position"] for r in rows], [r["acceptance"] for r in rows], series)
         w.setYRange(0, 1.05)
     elif name == "throughput":
-        baselines = set()
-        for i, (series, rows) in enumerate(_series(data["throughput"]).items()):
-            _line(w, i, [r["n"] for r in rows], [r["tok_s"] for r in rows], series, [r["tok_s_ci95"] for r in rows])
-            baselines.add((series.split(" · ", 1)[1], rows[0]["baseline_tok_s"]))
-        for context, base in sorted(baselines, key=str):
-            if base:
-                w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
-                                          label=f"baseline · {context}: {base:.1f}",
-                                          labelOpts={"position": 0.15, "color": "#666666"}))
+        _against_n(w, data["throughput"], "tok_s", "baseline_tok_s", "{:.1f}", ci="tok_s_ci95")
     elif name in ("efficiency", "mal"):
         key = "efficiency" if name == "efficiency" else "mal"
         for i, (series, rows) in enumerate(_series(data["efficiency"]).items()):
@@ -123,15 +130,7 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
         for i, (series, rows) in enumerate(_series(data.get("by_prompt_length", [])).items()):
             _line(w, i, [r["prompt_tokens_from"] for r in rows], [r["mal"] for r in rows], series)
     elif name == "energy":
-        baselines = set()
-        for i, (series, rows) in enumerate(_series(data.get("energy", [])).items()):
-            _line(w, i, [r["n"] for r in rows], [r["joules_per_token"] for r in rows], series)
-            baselines.add((series.split(" · ", 1)[1], rows[0]["baseline_joules_per_token"]))
-        for context, base in sorted(baselines, key=str):
-            if base:
-                w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
-                                          label=f"baseline · {context}: {base:.3f} J",
-                                          labelOpts={"position": 0.15, "color": "#666666"}))
+        _against_n(w, data.get("energy", []), "joules_per_token", "baseline_joules_per_token", "{:.3f} J")
     elif name == "gpus":
         rows = data.get("gpus", [])
         configs = list(dict.fromkeys(f"#{r['run']} {r['config']}" for r in rows))
