@@ -1,4 +1,5 @@
-"""The main window: Experiment, Live and History pages, menus, settings, and the sweep in progress."""
+"""The main window: Experiment, Live, History, Compare, Models and Train pages, menus, settings,
+and the sweep in progress."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from app.history import HistoryPage
 from app.live import LivePage
 from app.models_page import ModelsPage
 from app.sweep import Sweep
+from app.train_page import TrainPage
 from workbench import __version__, engine, paths, plan, store
 
 DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
@@ -45,12 +47,14 @@ class MainWindow(QMainWindow):
         self.history = HistoryPage()
         self.compare = ComparePage()
         self.models = ModelsPage()
+        self.train = TrainPage()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.experiment, "Experiment")
         self.tabs.addTab(self.live, "Live")
         self.tabs.addTab(self.history, "History")
         self.tabs.addTab(self.compare, "Compare")
         self.tabs.addTab(self.models, "Models")
+        self.tabs.addTab(self.train, "Train")
         self.setCentralWidget(self.tabs)
 
         self.experiment.run_requested.connect(self.start_sweep)
@@ -58,6 +62,7 @@ class MainWindow(QMainWindow):
         self.history.open_in_live.connect(self.open_run)
         self.history.compare.connect(self.compare_runs)
         self.models.new_experiment.connect(self.new_experiment)
+        self.train.evaluate.connect(self.evaluate_draft)
         self._menus()
 
         last_plan = self.settings.value("plan/last")
@@ -100,7 +105,7 @@ class MainWindow(QMainWindow):
                      "Run the plan on a GPU server over SSH; its results stream into this database")
         self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
         v = self.menuBar().addMenu("&View")
-        for i, name in enumerate(("Experiment", "Live", "History", "Compare", "Models")):
+        for i, name in enumerate(("Experiment", "Live", "History", "Compare", "Models", "Train")):
             self._action(v, name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
         h = self.menuBar().addMenu("&Help")
         self._action(h, "&About Draftbench", None, self.about)
@@ -181,6 +186,18 @@ class MainWindow(QMainWindow):
         self.experiment.set_document(doc)
         self.experiment.plan_path = None
         self.tabs.setCurrentWidget(self.experiment)
+
+    def evaluate_draft(self, plan_path: str) -> None:
+        """One click from the Train page: the draft's evaluation plan (baseline vs the draft over N)
+        in the Experiment form, run at once."""
+        try:
+            self.experiment.load_file(Path(plan_path))
+        except plan.PlanError as exc:
+            QMessageBox.warning(self, "Evaluate draft", str(exc))
+            return
+        self.settings.setValue("plan/last", plan_path)
+        self.tabs.setCurrentWidget(self.experiment)
+        self.experiment.request_run()
 
     def open_run(self, run_id: int) -> None:
         self.live.show_run(self.db_path, run_id)
@@ -291,6 +308,8 @@ class MainWindow(QMainWindow):
             if answer == "stop":
                 self.sweep.stop()
         self.models.shutdown()
+        # Training is cancelled, not left orphaned: its finished steps are kept and Start resumes.
+        self.train.shutdown()
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         event.accept()

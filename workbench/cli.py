@@ -190,6 +190,7 @@ def _train_parser(sub) -> None:
     t.add_argument("--max-steps", type=int, help="stop training after this many steps")
     t.add_argument("--name", help="name of the catalog pair to register (default trained-eagle3-FOLDER)")
     t.add_argument("--endpoint", help="use this running vLLM server for the responses instead of starting one")
+    t.add_argument("--api-key-env", help="name of the environment variable holding that server's API key")
     t.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     t.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
 
@@ -202,8 +203,17 @@ def _train(args) -> int:
         max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
         draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids,
         max_steps=args.max_steps, name=args.name)
+    api_key = None
+    if args.api_key_env:
+        # By name, so the key never appears in a process list or a saved command line.
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise CliError(f"the environment variable {args.api_key_env} (the server's API key) is not set")
+    if args.events:
+        _append(args.events, "events").close()  # an unwritable events file is one line, not a traceback
     emit = runner.file_events(args.events) if args.events else runner.print_event
-    pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, vllm_python=args.vllm_python)
+    pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, api_key=api_key,
+                              vllm_python=args.vllm_python)
 
     def stop(signum, frame):
         pipeline.cancel()

@@ -366,10 +366,10 @@ class Pipeline:
         val = [h for h in history if "val" in h]
         info = {"steps": len(train), "epochs": self.config.epochs}
         if train:
-            info["last_loss"] = _loss(train[-1]["train"])
+            info["last_loss"] = loss_of(train[-1]["train"])
         if val:
             info["val"] = val[-1]["val"]
-            info["val_loss"] = _loss(val[-1]["val"])
+            info["val_loss"] = loss_of(val[-1]["val"])
         if (self.out / "train-metrics.jsonl").exists():
             info["history"] = "train-metrics.jsonl"
         return info
@@ -444,14 +444,14 @@ class Pipeline:
 def _metric_event(record: dict) -> dict:
     if "train" in record:
         return {"event": "train_step", "step": record.get("global_step"), "epoch": record.get("epoch"),
-                "loss": _loss(record["train"]), "metrics": record["train"]}
+                "loss": loss_of(record["train"]), "metrics": record["train"]}
     if "val" in record:
-        return {"event": "validation", "epoch": record.get("epoch"), "loss": _loss(record["val"]),
+        return {"event": "validation", "epoch": record.get("epoch"), "loss": loss_of(record["val"]),
                 "metrics": record["val"]}
     return {"event": "metrics", **record}
 
 
-def _loss(metrics: dict) -> float | None:
+def loss_of(metrics: dict) -> float | None:
     for key in ("loss", "loss_epoch"):
         if isinstance(metrics.get(key), (int, float)):
             return metrics[key]
@@ -515,3 +515,47 @@ def register_pair(entry: dict) -> None:
     pairs = [p for p in doc.get("pair", []) if p.get("name") != entry["name"]] + [entry]
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(path, "# Draft/target pairs trained or added on this machine.\n" + tomli_w.dumps({"pair": pairs}))
+
+
+# -- reading a training folder (for the Train page and reports) ------------------------------------
+_POSITION_KEY = re.compile(r"^(?:full_acc_(\d+)|position_(\d+)_acc)(?:_epoch)?$")
+
+
+def position_accuracy(metrics: dict) -> list[float]:
+    """Accuracy of the draft's k-th token (k = 1, 2, ...) from one speculators metric record.
+    EAGLE-3 names them `full_acc_0..` (0-based; a position counts only when every earlier one
+    was right too, as acceptance requires); DFlash `position_1_acc..` (1-based, each position on
+    its own; its `eal` is the expected accepted length per block)."""
+    found: dict[int, float] = {}
+    for key, value in metrics.items():
+        m = _POSITION_KEY.match(key)
+        if m and isinstance(value, (int, float)):
+            found[int(m.group(1)) + 1 if m.group(1) is not None else int(m.group(2))] = float(value)
+    return [found[k] for k in sorted(found)]
+
+
+def read_history(out: Path) -> list[dict]:
+    """The metric records of every training attempt in `out`, in order (a resumed run appends)."""
+    path = Path(out) / "train-metrics.jsonl"
+    records = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill
+    return records
+
+
+def folder_state(out: Path) -> dict:
+    """What an output folder holds: its configuration and finished steps (empty when new), and
+    whether the next start resumes. A damaged manifest is reported, not raised."""
+    path = Path(out) / MANIFEST
+    if not path.exists():
+        return {"config": None, "done": {}, "resumable": False}
+    try:
+        m = json.loads(path.read_text())
+        done = dict(m.get("done", {}))
+    except (OSError, json.JSONDecodeError, AttributeError) as exc:
+        return {"config": None, "done": {}, "resumable": False, "error": f"cannot read {path}: {exc}"}
+    return {"config": m.get("config"), "done": done, "resumable": 0 < len(done) < len(STEPS)}
