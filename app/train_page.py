@@ -98,6 +98,13 @@ class TrainPage(QWidget):
                             "skipped and cached hidden-state files reused.")
         browse_out = QPushButton("Folder…")
         browse_out.clicked.connect(self._browse_out)
+        self.reuse = QLineEdit()
+        self.reuse.setPlaceholderText("empty: make the data in the output folder")
+        self.reuse.setToolTip("Another training folder with the same data settings (e.g. an EAGLE-3 run): its "
+                              "prompts, responses and hidden states are reused (hard-linked), so a DFlash "
+                              "draft trains on exactly the same data without extracting it again.")
+        browse_reuse = QPushButton("Folder…")
+        browse_reuse.clicked.connect(self._browse_reuse)
         self.endpoint = QLineEdit()
         self.endpoint.setPlaceholderText("empty: Draftbench starts a vLLM server for the target")
         self.endpoint.setToolTip("Base URL of a vLLM server already serving this target (for the responses).")
@@ -117,6 +124,7 @@ class TrainPage(QWidget):
         form.addRow("Target layers", self.layers)
         form.addRow("Pair name", self.name)
         form.addRow("Output folder", _row(self.out, browse_out))
+        form.addRow("Reuse data from", _row(self.reuse, browse_reuse))
         form.addRow("Running server", self.endpoint)
         form.addRow("API key variable", self.key_env)
         hs = QLabel("Hidden states: extracted offline from the target with transformers (any device), in "
@@ -238,6 +246,29 @@ class TrainPage(QWidget):
             self.out.setModified(True)
             self.show_folder()
 
+    def _browse_reuse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Training folder to reuse", str(paths.data_dir() / "training"))
+        if path:
+            self.use_data_of(Path(path))
+
+    def use_data_of(self, source: Path) -> None:
+        """Reuse another run's data: the form takes its data settings (they must match), keeping
+        this run's method, name and folder."""
+        state = train.folder_state(source)
+        if not state.get("config"):
+            QMessageBox.warning(self, "Reuse data", state.get("error") or f"{source} holds no training run")
+            return
+        method, name, out = self.method.currentIndex(), self.name.text(), self.out.text()
+        self._load_config(state["config"], {})
+        self._loading = True
+        try:
+            self.method.setCurrentIndex(method)
+            self.name.setText(name)
+            self.out.setText(out)
+        finally:
+            self._loading = False
+        self.reuse.setText(str(source))
+
     def argv(self, events: Path) -> list[str]:
         name = self.name.text().strip() or self.name.placeholderText()
         args = ["train", "--target", self.target.currentText().strip(), "--out", self.out.text().strip(),
@@ -248,6 +279,8 @@ class TrainPage(QWidget):
                 "--name", name, "--events", str(events)]
         if self.layers.text().strip():
             args += ["--layer-ids", *self.layers.text().replace(",", " ").split()]
+        if self.reuse.text().strip():
+            args += ["--reuse", self.reuse.text().strip()]
         if self.endpoint.text().strip():
             args += ["--endpoint", self.endpoint.text().strip()]
         if self.key_env.text().strip():
@@ -307,7 +340,7 @@ class TrainPage(QWidget):
         self.start_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         for w in (self.target, self.method, self.prompts, self.num_prompts, self.max_tokens, self.seq_length,
-                  self.epochs, self.lr, self.vocab, self.layers, self.name, self.out, self.endpoint, self.key_env):
+                  self.epochs, self.lr, self.vocab, self.layers, self.name, self.out, self.reuse, self.endpoint, self.key_env):
             w.setEnabled(not running)
         if running:
             self.evaluate_button.setEnabled(False)
@@ -372,7 +405,8 @@ class TrainPage(QWidget):
             self.progress.setRange(0, 0)  # busy until a count arrives
             self.status.setText(STEP_TITLES[step] + "…")
         elif kind == "step_skipped" and item:
-            item.setText(1, "done earlier")
+            if item.text(1) != "reused":
+                item.setText(1, "done earlier")
         elif kind == "step_finished" and item:
             item.setText(1, "done")
             item.setText(2, _detail(step, e))
@@ -395,6 +429,11 @@ class TrainPage(QWidget):
             self.step_items["train"].setText(2, text)
             self.status.setText("Training: " + text)
             return True
+        elif kind == "reused":
+            for key in e.get("steps", []):
+                if key in self.step_items:
+                    self.step_items[key].setText(1, "reused")
+                    self.step_items[key].setText(2, "from " + e["source"])
         elif kind == "done":
             self.summary = e
         return False
@@ -409,7 +448,7 @@ class TrainPage(QWidget):
             self._load_config(state["config"], state["done"])
         for key, item in self.step_items.items():
             info = state["done"].get(key)
-            item.setText(1, "done" if info else "pending")
+            item.setText(1, ("reused" if info.get("reused_from") else "done") if info else "pending")
             item.setText(2, _detail(key, info) if info else "")
         self.start_button.setText("Resume" if state["resumable"] else "Start")
         finished = "register" in state["done"]

@@ -73,6 +73,23 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
     train.Pipeline(_config(out), emit=events.append).run()
     assert all(e["event"] != "step_started" for e in events)
 
+    # DFlash on the same data: the data steps come from the EAGLE-3 folder (hidden states linked,
+    # not extracted again); only training, checkpoint and registration run.
+    events.clear()
+    flash = tmp_path / "dflash"
+    summary = train.Pipeline(_config(flash, speculator_type="dflash", name="test-trained-dflash", reuse=str(out),
+                                     max_steps=3), emit=events.append).run()
+    assert [e["steps"] for e in events if e["event"] == "reused"] == [list(train.DATA_STEPS)]
+    assert [e["step"] for e in events if e["event"] == "step_started"] == ["train", "checkpoint", "register"]
+    hs = "data/hidden_states/hs_0.safetensors"
+    assert (flash / hs).stat().st_ino == (out / hs).stat().st_ino
+    cfg = json.loads((Path(summary["checkpoint"]) / "config.json").read_text())
+    assert cfg["speculators_model_type"] == "dflash" and cfg["aux_hidden_state_layer_ids"] == [2, 15, 27]
+    assert Path(cfg["speculators_config"]["verifier"]["name_or_path"]).is_absolute()
+    pair = catalog.get("test-trained-dflash")
+    assert pair.method == "dflash" and max(pair.n) <= cfg["block_size"] - 1
+    assert {r.server.method for r in plan.load(summary["plan"]).runs} == {"baseline", "dflash"}
+
 
 def test_other_configuration_in_the_same_folder_is_refused(tmp_path):
     out = tmp_path / "run"
@@ -80,6 +97,17 @@ def test_other_configuration_in_the_same_folder_is_refused(tmp_path):
     (out / "manifest.json").write_text(json.dumps({"config": _config(out, num_prompts=8).key(), "done": {}}))
     with pytest.raises(train.TrainError, match="another configuration"):
         train.Pipeline(_config(out)).run()
+
+
+def test_reuse_needs_the_same_data_settings(tmp_path):
+    source = tmp_path / "eagle3"
+    source.mkdir()
+    (source / "manifest.json").write_text(json.dumps({"config": _config(source, num_prompts=8).key(),
+                                                      "done": {"prompts": {"prompts": 8}}}))
+    with pytest.raises(train.TrainError, match="num_prompts differ"):
+        train.Pipeline(_config(tmp_path / "dflash", speculator_type="dflash", reuse=str(source))).run()
+    with pytest.raises(train.TrainError, match="no training run to reuse"):
+        train.Pipeline(_config(tmp_path / "other", reuse=str(tmp_path / "empty"))).run()
 
 
 def test_cli_bad_target_is_one_line(tmp_path):

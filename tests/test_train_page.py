@@ -136,3 +136,27 @@ def test_train_page_bad_target_is_one_line(qtbot, tmp_path, monkeypatch):
     assert "Traceback" not in page.status.text()
     assert not (tmp_path / "run" / "manifest.json").exists()
     assert page.start_button.isEnabled() and page.start_button.text() == "Start"
+
+
+def test_reusing_another_runs_data_takes_its_settings(qtbot, tmp_path):
+    from app.train_page import TrainPage
+    from workbench import train
+
+    source = tmp_path / "eagle3"
+    source.mkdir()
+    cfg = train.TrainConfig(target="demo:smollm2-135m", out=str(source), num_prompts=12, max_tokens=200,
+                            seq_length=1024, draft_vocab_size=2048, layer_ids=[3, 9, 20])
+    (source / "manifest.json").write_text(json.dumps({"config": cfg.key(), "done": {"prompts": {"prompts": 12}}}))
+    page = TrainPage()
+    qtbot.addWidget(page)
+    page.method.setCurrentIndex(page.method.findData("dflash"))
+    page.name.setText("my-dflash")
+    page.out.setText(str(tmp_path / "dflash"))
+    page.use_data_of(source)
+    assert (page.num_prompts.value(), page.max_tokens.value(), page.seq_length.value(), page.vocab.value()) == \
+        (12, 200, 1024, 2048)
+    assert page.method.currentData() == "dflash" and page.name.text() == "my-dflash"
+    args = page.argv(tmp_path / "events.jsonl")
+    assert args[args.index("--reuse") + 1] == str(source)
+    assert args[args.index("--layer-ids") + 1:args.index("--layer-ids") + 4] == ["3", "9", "20"]
+    assert args[args.index("--out") + 1] == str(tmp_path / "dflash")

@@ -193,6 +193,9 @@ def _train_parser(sub) -> None:
     t.add_argument("--api-key-env", help="name of the environment variable holding that server's API key")
     t.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     t.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
+    t.add_argument("--reuse", metavar="FOLDER",
+                   help="reuse the prompts, responses and hidden states of another training folder with the "
+                        "same data settings (e.g. train a DFlash draft on an EAGLE-3 run's data)")
 
 
 def _train(args) -> int:
@@ -202,7 +205,7 @@ def _train(args) -> int:
         target=args.target, out=str(Path(args.out).resolve()), prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
         draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids,
-        max_steps=args.max_steps, name=args.name)
+        max_steps=args.max_steps, name=args.name, reuse=args.reuse)
     api_key = None
     if args.api_key_env:
         # By name, so the key never appears in a process list or a saved command line.

@@ -55,13 +55,20 @@ class TrainConfig:
     max_steps: int | None = None
     seed: int = 0
     name: str | None = None          # the catalog pair's name
+    reuse: str | None = None         # another training folder whose data (up to hidden states) to reuse
 
     def key(self) -> dict:
         # What changes the data or the model; `max_steps` and `epochs` may grow on a rerun.
         d = asdict(self)
-        for k in ("out", "max_steps", "epochs", "name"):
+        for k in ("out", "max_steps", "epochs", "name", "reuse"):
             d.pop(k)
         return d
+
+
+# The steps whose output depends on the data settings only, not on the kind of draft: a DFlash
+# draft can be trained on the very files an EAGLE-3 run extracted (hidden states are the costly part).
+DATA_STEPS = ("prompts", "responses", "prepare", "hidden_states")
+DATA_FILES = ("prompts.jsonl", "responses.jsonl", "responses.partial.jsonl")
 
 
 @dataclass
@@ -127,6 +134,8 @@ class Pipeline:
             raise TrainError(f"{self.out} holds a training run with another configuration; "
                              "choose another --out (or delete the folder)")
         self._save_manifest(m)
+        if self.config.reuse and not m["done"]:
+            self._reuse(Path(self.config.reuse))
         for step in STEPS:
             self._check()
             done = self.manifest()["done"]
@@ -147,6 +156,43 @@ class Pipeline:
 
     def _more_training(self, info: dict) -> bool:
         return info.get("epochs", 0) < self.config.epochs and self.config.max_steps is None
+
+    def _reuse(self, source: Path) -> None:
+        """Takes the finished data steps of another folder with the same data settings: files are
+        hard-linked where the file system allows (no copy of the hidden states), else copied."""
+        import shutil
+
+        src = folder_state(source)
+        if src.get("error"):
+            raise TrainError(src["error"])
+        if not src["config"]:
+            raise TrainError(f"{source} holds no training run to reuse")
+        mine = {k: v for k, v in self.config.key().items() if k != "speculator_type"}
+        theirs = {k: v for k, v in src["config"].items() if k != "speculator_type"}
+        differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        if differ:
+            raise TrainError(f"{source} was made with other data settings ({', '.join(differ)} differ); "
+                             "reuse needs the same target, prompts, lengths, vocabulary and layers")
+        steps = [s for s in DATA_STEPS if s in src["done"]]
+        if not steps:
+            raise TrainError(f"{source} has no finished data step to reuse")
+
+        def link(a: str, b: str) -> None:
+            try:
+                os.link(a, b)
+            except OSError:
+                shutil.copy2(a, b)
+
+        for name in DATA_FILES:
+            if (source / name).exists() and not (self.out / name).exists():
+                link(str(source / name), str(self.out / name))
+        if "prepare" in steps and not (self.out / "data").exists():
+            shutil.copytree(source / "data", self.out / "data", copy_function=link)
+        m = self.manifest()
+        for step in steps:
+            m["done"][step] = {**src["done"][step], "reused_from": str(source.resolve())}
+        self._save_manifest(m)
+        self.emit({"event": "reused", "source": str(source.resolve()), "steps": steps})
 
     # -- steps ---------------------------------------------------------------------------------
     def _prompts(self) -> dict:
