@@ -34,7 +34,7 @@ STEP_TITLES = {
     "checkpoint": "Write the checkpoint",
     "register": "Register the draft/target pair",
 }
-WORKLOADS = ["builtin", "gsm8k", "math500", "humaneval", "mbpp"]
+WORKLOADS = [train.SELF_PROMPTS, "builtin", "gsm8k", "math500", "humaneval", "mbpp"]
 METHODS = [("EAGLE-3", "eagle3"), ("DFlash", "dflash")]
 
 
@@ -73,9 +73,11 @@ class TrainPage(QWidget):
                                "DFlash drafts a whole block in one pass (N up to block size - 1).")
         self.prompts = QComboBox(editable=True)
         self.prompts.addItems(WORKLOADS)
-        self.prompts.setToolTip("A Draftbench workload (the built-in prompts work offline; the task sets need "
-                                "the Hugging Face cache) or a prompt file (.jsonl or .txt). Train on prompts "
-                                "like the traffic you will serve.")
+        self.prompts.setToolTip("\"self\": prompts written by the target itself from its chat template "
+                                "(works for any chat model, and leaves Draftbench's workloads unseen, so the "
+                                "evaluation sweep is on held-out prompts). Or a Draftbench workload (the task "
+                                "sets need the Hugging Face cache) or a prompt file (.jsonl or .txt): train on "
+                                "prompts like the traffic you will serve.")
         browse_prompts = QPushButton("File…")
         browse_prompts.clicked.connect(self._browse_prompts)
         self.num_prompts = _spin(1, 100000, 48, "How many prompts the target answers (each once).")

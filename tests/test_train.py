@@ -17,7 +17,7 @@ pytestmark = pytest.mark.vllm
 
 
 def _config(out: Path, **kw) -> train.TrainConfig:
-    base = dict(target="demo:smollm2-135m", out=str(out), prompts="builtin", num_prompts=4, max_tokens=24,
+    base = dict(target="demo:smollm2-135m", out=str(out), prompts="self", num_prompts=4, max_tokens=24,
                 seq_length=256, epochs=1, draft_vocab_size=256, name="test-trained-eagle3")
     base.update(kw)
     return train.TrainConfig(**base)
@@ -39,7 +39,11 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
         pipeline.run()
     done = json.loads((out / "manifest.json").read_text())["done"]
     assert set(done) == {"prompts", "responses", "prepare"}
+    # Prompts written by the target itself (the Magpie method), distinct and complete user turns.
     assert done["prompts"]["prompts"] == 4 and done["responses"]["responses"] == 4
+    assert done["prompts"]["source"].startswith("written by the target")
+    asked = [json.loads(line)["messages"][0]["content"] for line in (out / "prompts.jsonl").read_text().splitlines()]
+    assert len(set(asked)) == 4 and all(len(a) >= 12 and "<|im_" not in a for a in asked)
     assert 0 < done["responses"]["completion_tokens"] <= 4 * 24
     rows = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
     assert all(len(r["input_ids"]) == len(r["loss_mask"]) and r["loss_mask"][0] == 0 and r["loss_mask"][-1] == 1

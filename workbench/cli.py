@@ -178,7 +178,8 @@ def _train_parser(sub) -> None:
     t = sub.add_parser("train", help="train an EAGLE-3 (or DFlash) draft for a target from its own responses (resumes)")
     t.add_argument("--target", required=True, help="model folder or demo:NAME")
     t.add_argument("--out", required=True, help="output folder (a rerun resumes what is there)")
-    t.add_argument("--prompts", default="builtin", help="workload name (builtin, gsm8k, ...) or a prompt file")
+    t.add_argument("--prompts", default="self", help="workload name (builtin, gsm8k, ...), a prompt file, or `self`: "
+                   "prompts written by the target itself (keeps the workloads unseen for evaluation)")
     t.add_argument("--num-prompts", type=int, default=48)
     t.add_argument("--max-tokens", type=int, default=128, help="response length the target generates")
     t.add_argument("--seq-length", type=int, default=512)

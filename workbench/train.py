@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+SELF_PROMPTS = "self"  # the prompt source "written by the target itself"
 STEPS = ("prompts", "responses", "prepare", "hidden_states", "train", "checkpoint", "register")
 MANIFEST = "manifest.json"
 
@@ -43,7 +44,7 @@ class Cancelled(Exception):
 class TrainConfig:
     target: str                      # a model folder or demo:NAME
     out: str                         # the output folder (absolute)
-    prompts: str = "builtin"         # a Draftbench workload name or a prompt file
+    prompts: str = "self"            # a Draftbench workload name, a prompt file, or "self"
     num_prompts: int = 48
     max_tokens: int = 128
     seq_length: int = 512
@@ -80,6 +81,7 @@ class Pipeline:
     vllm_python: str | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _proc: subprocess.Popen | None = None
+    _server: object | None = None    # the target's vLLM server, started once for prompts and responses
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -136,18 +138,23 @@ class Pipeline:
         self._save_manifest(m)
         if self.config.reuse and not m["done"]:
             self._reuse(Path(self.config.reuse))
-        for step in STEPS:
-            self._check()
-            done = self.manifest()["done"]
-            if step in done and not (step == "train" and self._more_training(done["train"])):
-                self.emit({"event": "step_skipped", "step": step})
-                continue
-            self.emit({"event": "step_started", "step": step})
-            t0 = time.monotonic()
-            info = getattr(self, "_" + step)()
-            info["seconds"] = round(time.monotonic() - t0, 1)
-            self._mark_done(step, info)
-            self.emit({"event": "step_finished", "step": step, **info})
+        try:
+            for step in STEPS:
+                self._check()
+                done = self.manifest()["done"]
+                if step in done and not (step == "train" and self._more_training(done["train"])):
+                    self.emit({"event": "step_skipped", "step": step})
+                    continue
+                self.emit({"event": "step_started", "step": step})
+                t0 = time.monotonic()
+                info = getattr(self, "_" + step)()
+                info["seconds"] = round(time.monotonic() - t0, 1)
+                self._mark_done(step, info)
+                self.emit({"event": "step_finished", "step": step, **info})
+                if step == "responses":
+                    self._stop_server()  # the target's server is not needed past this step
+        finally:
+            self._stop_server()
         done = self.manifest()["done"]
         summary = {"event": "done", "out": str(self.out), "checkpoint": done["checkpoint"]["path"],
                    "pair": done["register"]["pair"], "plan": done["register"]["plan"]}
@@ -198,6 +205,8 @@ class Pipeline:
     def _prompts(self) -> dict:
         from workbench import workloads
 
+        if self.config.prompts == SELF_PROMPTS:
+            return self._self_prompts()
         try:
             prompts = workloads.load(self.config.prompts, Path.cwd())
         except workloads.WorkloadError as exc:
@@ -228,14 +237,8 @@ class Pipeline:
                 have[r["id"]] = r
         todo = [r for r in rows if r["id"] not in have]
         if todo:
-            if self.endpoint:
-                self._generate(self.endpoint, self.api_key, todo, partial, len(have), len(rows))
-            else:
-                server = self._start_server()
-                try:
-                    self._generate(server.spec.base_url, server.api_key, todo, partial, len(have), len(rows))
-                finally:
-                    server.stop()
+            base_url, api_key = self._endpoint()
+            self._generate(base_url, api_key, todo, partial, len(have), len(rows))
         have = {}
         for line in partial.read_text().splitlines():
             r = json.loads(line)
@@ -245,6 +248,75 @@ class Pipeline:
         tokens = sum(sum(r["loss_mask"]) for r in ordered)
         return {"responses": len(ordered), "completion_tokens": tokens,
                 "tokens": sum(len(r["input_ids"]) for r in ordered)}
+
+    def _endpoint(self) -> tuple[str, str | None]:
+        """The given server, or one started here (once) for the target."""
+        if self.endpoint:
+            return self.endpoint, self.api_key
+        if self._server is None:
+            self._server = self._start_server()
+        return self._server.spec.base_url, self._server.api_key
+
+    def _stop_server(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            server.stop()
+
+    def _self_prompts(self) -> dict:
+        """Prompts written by the target itself (the Magpie method): given only its chat template up
+        to the start of a user turn, a chat model samples something a user might ask. For a target
+        with no representative traffic at hand this gives on-distribution prompts, and it keeps
+        Draftbench's own workloads unseen by the draft, so an evaluation on them is held out."""
+        import httpx
+        from concurrent.futures import ThreadPoolExecutor
+
+        from transformers import AutoTokenizer
+
+        marker = "\u2063DRAFTBENCH\u2063"
+        try:
+            tok = AutoTokenizer.from_pretrained(self.target)
+            text = tok.apply_chat_template([{"role": "user", "content": marker}], tokenize=False)
+        except Exception as exc:  # no tokenizer or no chat template: nothing to sample from
+            raise TrainError(f"self-written prompts need the target's chat template: {exc}") from None
+        prefix, _, suffix = text.partition(marker)
+        stop = suffix.strip().split("\n")[0] or (tok.eos_token or "")
+        if not prefix or not stop:
+            raise TrainError("self-written prompts need a chat template with a user turn")
+        base_url, api_key = self._endpoint()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        want = self.config.num_prompts
+        rows: list[dict] = []
+        seen: set[str] = set()
+        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client:
+            model = client.get("/v1/models").json()["data"][0]["id"]
+
+            def one(i: int) -> str:
+                if self.cancel_event.is_set():
+                    return ""
+                body = {"model": model, "prompt": prefix, "max_tokens": 96, "temperature": 1.0, "top_p": 0.95,
+                        "stop": [stop], "seed": self.config.seed * 1_000_003 + i}
+                r = client.post("/v1/completions", json=body)
+                if r.status_code != 200:
+                    raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
+                choice = r.json()["choices"][0]
+                # A prompt cut by max_tokens is unfinished: it would teach the draft odd endings.
+                return choice["text"].strip() if choice.get("finish_reason") == "stop" else ""
+
+            attempt = 0
+            with ThreadPoolExecutor(CONCURRENCY) as pool:
+                while len(rows) < want and attempt < 4 * want:
+                    batch = range(attempt, attempt + min(4 * CONCURRENCY, 4 * want - attempt))
+                    attempt = batch.stop
+                    for text in pool.map(one, batch):
+                        self._check()
+                        if len(text) >= 12 and text not in seen and len(rows) < want:
+                            seen.add(text)
+                            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": text}]})
+                    self.emit({"event": "progress", "step": "prompts", "done": len(rows), "total": want})
+        if not rows:
+            raise TrainError("the target wrote no usable prompt (is it a chat model?)")
+        _write_atomic(self.out / "prompts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        return {"prompts": len(rows), "source": f"written by the target ({attempt} samples)"}
 
     def _start_server(self):
         from workbench import engine, launch, plan
