@@ -430,6 +430,9 @@ class TrainPage(QWidget):
                 text += f", {'validation ' if kind == 'validation' else ''}loss {loss:.3f}"
             self.step_items["train"].setText(2, text)
             self.status.setText("Training: " + text)
+            # Epochs finished out of those asked for (a step count is not known in advance).
+            self.progress.setRange(0, epochs)
+            self.progress.setValue(min(epochs, int(e.get("epoch") or 0) + (kind == "validation")))
             return True
         elif kind == "reused":
             for key in e.get("steps", []):
