@@ -190,6 +190,10 @@ class MainWindow(QMainWindow):
     def evaluate_draft(self, plan_path: str) -> None:
         """One click from the Train page: the draft's evaluation plan (baseline vs the draft over N)
         in the Experiment form, run at once."""
+        if self.sweep is not None:
+            QMessageBox.information(self, "Evaluate draft", "A sweep is running: evaluate the draft when it ends "
+                                    "(or stop it first, Ctrl+.).")
+            return
         try:
             self.experiment.load_file(Path(plan_path))
         except plan.PlanError as exc:

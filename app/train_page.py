@@ -9,8 +9,6 @@ subprocess or server and keeps every finished step, so Start on the same folder 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -81,13 +79,13 @@ class TrainPage(QWidget):
         browse_prompts = QPushButton("File…")
         browse_prompts.clicked.connect(self._browse_prompts)
         self.num_prompts = _spin(1, 100000, 48, "How many prompts the target answers (each once).")
-        self.max_tokens = _spin(8, 8192, 128, "Longest response the target writes per prompt.")
-        self.seq_length = _spin(64, 32768, 512, "Training sequence length (prompt + response, truncated).")
+        self.max_tokens = _spin(1, 1_000_000, 128, "Longest response the target writes per prompt.")
+        self.seq_length = _spin(1, 10_000_000, 512, "Training sequence length (prompt + response, truncated).")
         self.epochs = _spin(1, 1000, 3, "Passes over the data. Raising it on a finished folder trains on "
                                         "from the last epoch checkpoint.")
-        self.lr = QDoubleSpinBox(decimals=5, minimum=1e-5, maximum=1.0, singleStep=1e-4, value=1e-3)
+        self.lr = QDoubleSpinBox(decimals=8, minimum=1e-8, maximum=10.0, singleStep=1e-4, value=1e-3)
         self.lr.setToolTip("Learning rate.")
-        self.vocab = _spin(64, 262144, 4096, "Draft vocabulary: the most frequent target tokens in the data "
+        self.vocab = _spin(1, 10_000_000, 4096, "Draft vocabulary: the most frequent target tokens in the data "
                                              "(a smaller head trains faster; other tokens are never drafted).")
         self.layers = QLineEdit()
         self.layers.setPlaceholderText("default: 2, L/2, L-3")
@@ -227,8 +225,10 @@ class TrainPage(QWidget):
         stem = Path(self.target.currentText().split(":")[-1].rstrip("/")).name or "target"
         suggested = f"trained-{method}-{stem}"
         self.name.setPlaceholderText(suggested)
+        if not self.name.isModified():
+            self.name.clear()  # a name shown from a loaded folder follows the new choice
         if not self.out.isModified() or not self.out.text():
-            self.out.setText(str(default_out(self.name.text().strip() or suggested)))
+            self.out.setText(str(default_out(self.name.text().strip() if self.name.isModified() else suggested)))
             self.show_folder()
 
     def _browse_target(self) -> None:
@@ -260,15 +260,9 @@ class TrainPage(QWidget):
         if not state.get("config"):
             QMessageBox.warning(self, "Reuse data", state.get("error") or f"{source} holds no training run")
             return
-        method, name, out = self.method.currentIndex(), self.name.text(), self.out.text()
-        self._load_config(state["config"], {})
-        self._loading = True
-        try:
-            self.method.setCurrentIndex(method)
-            self.name.setText(name)
-            self.out.setText(out)
-        finally:
-            self._loading = False
+        # Only the settings that shape the data: method, vocabulary and learning rate stay this run's.
+        data = {k: v for k, v in state["config"].items() if k in train.DATA_KEYS + ("layer_ids",)}
+        self._load_config(data, {})
         self.reuse.setText(str(source))
 
     def argv(self, events: Path) -> list[str]:
@@ -308,7 +302,11 @@ class TrainPage(QWidget):
             QMessageBox.warning(self, "Train", f"cannot create the output folder {out}: {exc.strerror}")
             return
         self.events_path = out / f"events-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-        self.events_path.touch()
+        try:
+            self.events_path.touch()
+        except OSError as exc:
+            QMessageBox.warning(self, "Train", f"cannot write in the output folder {out}: {exc.strerror}")
+            return
         self._offset, self._buffer, self._cancelling, self.summary = 0, b"", False, None
         self.process = QProcess(self)
         self.process.setProcessChannelMode(QProcess.SeparateChannels)
@@ -330,9 +328,9 @@ class TrainPage(QWidget):
             return
         self._cancelling = True
         self.status.setText("Cancelling: stopping the current step (finished steps are kept)…")
-        os.kill(self.process.processId(), signal.SIGTERM)
+        self.process.terminate()  # SIGTERM: the pipeline stops its subprocess or server and exits
 
-    def shutdown(self, wait_ms: int = 30000) -> None:
+    def shutdown(self, wait_ms: int = 90000) -> None:
         """On closing the app: cancel (resumable) and wait for the child to tidy up."""
         if self.running:
             self.cancel()
@@ -371,6 +369,7 @@ class TrainPage(QWidget):
             if item.text(1) == "running":
                 item.setText(1, outcome if outcome != "done" else "done")
         self.start_button.setText("Resume" if train.folder_state(Path(self.out.text()))["resumable"] else "Start")
+        self.process.deleteLater()
         self.process = None
         self.finished.emit(outcome)
 
@@ -492,6 +491,7 @@ class TrainPage(QWidget):
             self.layers.setText(" ".join(map(str, layers)) if layers else "")
             if done.get("register", {}).get("pair"):
                 self.name.setText(done["register"]["pair"])
+                self.name.setModified(False)
         finally:
             self._loading = False
 

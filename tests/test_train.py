@@ -103,6 +103,34 @@ def test_other_configuration_in_the_same_folder_is_refused(tmp_path):
         train.Pipeline(_config(out)).run()
 
 
+def test_a_failed_first_attempt_does_not_lock_the_folder(tmp_path):
+    from workbench import launch
+
+    out = tmp_path / "run"
+    with pytest.raises(train.TrainError, match="unknown built-in family"):
+        train.Pipeline(_config(out, prompts="builtin:nope")).run()
+    # Other settings are taken, since nothing was finished; nothing listens on the endpoint: one line.
+    dead = f"http://127.0.0.1:{launch.free_port()}"
+    with pytest.raises(train.TrainError, match="cannot reach the target's server") as err:
+        train.Pipeline(_config(out, prompts="builtin"), endpoint=dead).run()
+    assert "\n" not in str(err.value)
+    done = json.loads((out / "manifest.json").read_text())
+    assert done["config"]["prompts"] == "builtin" and list(done["done"]) == ["prompts"]
+
+
+def test_a_refused_key_is_one_line(tmp_path, draft_server):
+    with pytest.raises(train.TrainError, match="refused the API key"):
+        train.Pipeline(_config(tmp_path / "run", prompts="builtin"), endpoint=draft_server.spec.base_url,
+                       api_key="not-the-key").run()
+
+
+def test_a_cut_response_line_is_dropped_on_resume(tmp_path):
+    partial = tmp_path / "responses.partial.jsonl"
+    partial.write_text('{"id": "p0", "input_ids": [1], "loss_mask": [0]}\n{"id": "p1", "inp')
+    train._cut_to_last_line(partial)
+    assert partial.read_text() == '{"id": "p0", "input_ids": [1], "loss_mask": [0]}\n'
+
+
 def test_reuse_needs_the_same_data_settings(tmp_path):
     source = tmp_path / "eagle3"
     source.mkdir()
@@ -110,6 +138,8 @@ def test_reuse_needs_the_same_data_settings(tmp_path):
                                                       "done": {"prompts": {"prompts": 8}}}))
     with pytest.raises(train.TrainError, match="num_prompts differ"):
         train.Pipeline(_config(tmp_path / "dflash", speculator_type="dflash", reuse=str(source))).run()
+    with pytest.raises(train.TrainError, match="layer_ids differ"):
+        train.Pipeline(_config(tmp_path / "dflash", num_prompts=8, layer_ids=[1, 2, 3], reuse=str(source))).run()
     with pytest.raises(train.TrainError, match="no training run to reuse"):
         train.Pipeline(_config(tmp_path / "other", reuse=str(tmp_path / "empty"))).run()
 

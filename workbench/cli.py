@@ -178,7 +178,7 @@ def _train_parser(sub) -> None:
     t = sub.add_parser("train", help="train an EAGLE-3 (or DFlash) draft for a target from its own responses (resumes)")
     t.add_argument("--target", required=True, help="model folder or demo:NAME")
     t.add_argument("--out", required=True, help="output folder (a rerun resumes what is there)")
-    t.add_argument("--prompts", default="self", help="workload name (builtin, gsm8k, ...), a prompt file, or `self`: "
+    t.add_argument("--prompts", default=None, help="workload name (builtin, gsm8k, ...), a prompt file, or `self`: "
                    "prompts written by the target itself (keeps the workloads unseen for evaluation)")
     t.add_argument("--num-prompts", type=int, default=48)
     t.add_argument("--max-tokens", type=int, default=128, help="response length the target generates")
@@ -202,8 +202,13 @@ def _train_parser(sub) -> None:
 def _train(args) -> int:
     from workbench import runner, train
 
+    out = Path(args.out).resolve()
+    # Without --prompts, a rerun keeps the folder's source (folders made when `builtin` was the
+    # default resume as they were), --reuse takes the source's; a new run writes its own prompts.
+    earlier = [train.folder_state(Path(f)).get("config") or {} for f in (out, args.reuse) if f]
+    prompts = args.prompts or next((c["prompts"] for c in earlier if c.get("prompts")), train.SELF_PROMPTS)
     cfg = train.TrainConfig(
-        target=args.target, out=str(Path(args.out).resolve()), prompts=args.prompts, num_prompts=args.num_prompts,
+        target=args.target, out=str(out), prompts=prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, seq_length=args.seq_length, epochs=args.epochs, lr=args.lr,
         draft_vocab_size=args.draft_vocab_size, speculator_type=args.speculator_type, layer_ids=args.layer_ids,
         max_steps=args.max_steps, name=args.name, reuse=args.reuse)

@@ -70,6 +70,7 @@ class TrainConfig:
 # draft can be trained on the very files an EAGLE-3 run extracted (hidden states are the costly part).
 DATA_STEPS = ("prompts", "responses", "prepare", "hidden_states")
 DATA_FILES = ("prompts.jsonl", "responses.jsonl", "responses.partial.jsonl")
+DATA_KEYS = ("target", "prompts", "num_prompts", "max_tokens", "seq_length", "seed")
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Pipeline:
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _proc: subprocess.Popen | None = None
     _server: object | None = None    # the target's vLLM server, started once for prompts and responses
+    _server_log: object | None = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -132,12 +134,15 @@ class Pipeline:
         self.target  # a bad target is reported before anything is written
         self.out.mkdir(parents=True, exist_ok=True)
         m = self.manifest()
-        if m.get("config") != self.config.key():
+        if m["done"] and m.get("config") != self.config.key():
             raise TrainError(f"{self.out} holds a training run with another configuration; "
                              "choose another --out (or delete the folder)")
+        # Nothing finished yet (a new folder, or a first attempt that failed): these settings apply.
+        reuse = self._reuse_source(Path(self.config.reuse)) if self.config.reuse and not m["done"] else None
+        m["config"] = self.config.key()
         self._save_manifest(m)
-        if self.config.reuse and not m["done"]:
-            self._reuse(Path(self.config.reuse))
+        if reuse:
+            self._reuse(*reuse)
         try:
             for step in STEPS:
                 self._check()
@@ -164,25 +169,33 @@ class Pipeline:
     def _more_training(self, info: dict) -> bool:
         return info.get("epochs", 0) < self.config.epochs and self.config.max_steps is None
 
-    def _reuse(self, source: Path) -> None:
-        """Takes the finished data steps of another folder with the same data settings: files are
-        hard-linked where the file system allows (no copy of the hidden states), else copied."""
-        import shutil
-
+    def _reuse_source(self, source: Path) -> tuple[Path, dict, list[str]]:
+        """Checks that another folder's data can stand in for this run's: the settings that shape
+        the data must be equal (the draft's kind, vocabulary and learning rate may differ)."""
         src = folder_state(source)
         if src.get("error"):
             raise TrainError(src["error"])
         if not src["config"]:
             raise TrainError(f"{source} holds no training run to reuse")
-        mine = {k: v for k, v in self.config.key().items() if k != "speculator_type"}
-        theirs = {k: v for k, v in src["config"].items() if k != "speculator_type"}
-        differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        mine, theirs = self.config.key(), src["config"]
+        differ = [k for k in DATA_KEYS if mine.get(k) != theirs.get(k)]
+        # Layers: default (None) takes whatever the source extracted; explicit ones must match it.
+        extracted = src["done"].get("hidden_states", {}).get("layer_ids") or theirs.get("layer_ids")
+        if self.config.layer_ids and list(self.config.layer_ids) != list(extracted or []):
+            differ.append("layer_ids")
         if differ:
             raise TrainError(f"{source} was made with other data settings ({', '.join(differ)} differ); "
-                             "reuse needs the same target, prompts, lengths, vocabulary and layers")
+                             "reuse needs the same target, prompts, lengths and layers")
         steps = [s for s in DATA_STEPS if s in src["done"]]
         if not steps:
             raise TrainError(f"{source} has no finished data step to reuse")
+        return source, src, steps
+
+    def _reuse(self, source: Path, src: dict, steps: list[str]) -> None:
+        """Takes the finished data steps of another folder: files are hard-linked where the file
+        system allows (no copy of the hidden states), else copied; the data folder is assembled
+        under a temporary name, so an interrupted reuse is redone, never half-used."""
+        import shutil
 
         def link(a: str, b: str) -> None:
             try:
@@ -192,9 +205,13 @@ class Pipeline:
 
         for name in DATA_FILES:
             if (source / name).exists() and not (self.out / name).exists():
-                link(str(source / name), str(self.out / name))
+                # The partial file is appended to by a resumed responses step: a copy, never a link.
+                (shutil.copy2 if name.endswith(".partial.jsonl") else link)(str(source / name), str(self.out / name))
         if "prepare" in steps and not (self.out / "data").exists():
-            shutil.copytree(source / "data", self.out / "data", copy_function=link)
+            tmp = self.out / "data.reuse-tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(source / "data", tmp, copy_function=link)
+            os.replace(tmp, self.out / "data")
         m = self.manifest()
         for step in steps:
             m["done"][step] = {**src["done"][step], "reused_from": str(source.resolve())}
@@ -236,12 +253,17 @@ class Pipeline:
                     continue  # a line cut by a cancel
                 have[r["id"]] = r
         todo = [r for r in rows if r["id"] not in have]
+        if todo and partial.exists():
+            _cut_to_last_line(partial)  # so the next appended response starts on a line of its own
         if todo:
             base_url, api_key = self._endpoint()
             self._generate(base_url, api_key, todo, partial, len(have), len(rows))
         have = {}
         for line in partial.read_text().splitlines():
-            r = json.loads(line)
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill
             have[r["id"]] = r
         ordered = [have[r["id"]] for r in rows if r["id"] in have]
         _write_atomic(self.out / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in ordered))
@@ -261,13 +283,13 @@ class Pipeline:
         if self._server is not None:
             server, self._server = self._server, None
             server.stop()
+            self._server_log.close()
 
     def _self_prompts(self) -> dict:
         """Prompts written by the target itself (the Magpie method): given only its chat template up
         to the start of a user turn, a chat model samples something a user might ask. For a target
         with no representative traffic at hand this gives on-distribution prompts, and it keeps
         Draftbench's own workloads unseen by the draft, so an evaluation on them is held out."""
-        import httpx
         from concurrent.futures import ThreadPoolExecutor
 
         from transformers import AutoTokenizer
@@ -282,20 +304,24 @@ class Pipeline:
         stop = suffix.strip().split("\n")[0] or (tok.eos_token or "")
         if not prefix or not stop:
             raise TrainError("self-written prompts need a chat template with a user turn")
+        # The turn ends with a special token, which vLLM leaves out of the text: stop on its id.
+        stop_id = tok.convert_tokens_to_ids(stop) if stop in tok.all_special_tokens else None
         base_url, api_key = self._endpoint()
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         want = self.config.num_prompts
         rows: list[dict] = []
         seen: set[str] = set()
-        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client:
-            model = client.get("/v1/models").json()["data"][0]["id"]
+        with _client(base_url, api_key) as client:
+            model = _served_model(client, base_url)
 
             def one(i: int) -> str:
                 if self.cancel_event.is_set():
                     return ""
+                # The template already holds any BOS token: vLLM must not add a second one.
                 body = {"model": model, "prompt": prefix, "max_tokens": 96, "temperature": 1.0, "top_p": 0.95,
-                        "stop": [stop], "seed": self.config.seed * 1_000_003 + i}
-                r = client.post("/v1/completions", json=body)
+                        "stop": [stop], "seed": self.config.seed * 1_000_003 + i, "add_special_tokens": False}
+                if stop_id is not None:
+                    body["stop_token_ids"] = [stop_id]
+                r = _post(client, base_url, "/v1/completions", body)
                 if r.status_code != 200:
                     raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
                 choice = r.json()["choices"][0]
@@ -303,7 +329,9 @@ class Pipeline:
                 return choice["text"].strip() if choice.get("finish_reason") == "stop" else ""
 
             attempt = 0
-            with ThreadPoolExecutor(CONCURRENCY) as pool:
+            # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited.
+            pool = ThreadPoolExecutor(CONCURRENCY)
+            try:
                 while len(rows) < want and attempt < 4 * want:
                     batch = range(attempt, attempt + min(4 * CONCURRENCY, 4 * want - attempt))
                     attempt = batch.stop
@@ -313,6 +341,8 @@ class Pipeline:
                             seen.add(text)
                             rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": text}]})
                     self.emit({"event": "progress", "step": "prompts", "done": len(rows), "total": want})
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
         if not rows:
             raise TrainError("the target wrote no usable prompt (is it a chat model?)")
         _write_atomic(self.out / "prompts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -329,13 +359,15 @@ class Pipeline:
                              extra_args=(), env=(), enforce_eager=True, per_request_metrics=False)
         log = open(self.out / "server.log", "a", encoding="utf-8", buffering=1)
         srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()),
-                                 on_line=lambda _stream, line: log.write(line + "\n"))
+                                 on_line=lambda _stream, line: log.closed or log.write(line + "\n"))
+        self._server_log = log
         self.emit({"event": "server_starting", "command": srv.spec.command})
         srv.start()
         try:
             srv.wait_healthy(600, cancelled=self.cancel_event.is_set)
         except launch.LaunchError as exc:
             srv.stop()
+            log.close()
             if self.cancel_event.is_set():
                 raise Cancelled() from None
             raise TrainError(str(exc)) from None
@@ -345,24 +377,20 @@ class Pipeline:
                   done: int, total: int) -> None:
         """Greedy responses by the target itself, with the exact token ids vLLM used (prompt
         tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
-        import httpx
-
         from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited (the
         # server is stopped next, which ends them).
         pool = ThreadPoolExecutor(CONCURRENCY)
-        with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client, \
-                open(partial, "a", encoding="utf-8") as f:
-            model = client.get("/v1/models").json()["data"][0]["id"]
+        with _client(base_url, api_key) as client, open(partial, "a", encoding="utf-8") as f:
+            model = _served_model(client, base_url)
 
             def one(row: dict) -> dict:
                 if self.cancel_event.is_set():
                     return {}
                 body = {"model": model, "messages": row["messages"], "max_tokens": self.config.max_tokens,
                         "temperature": 0.0, "return_token_ids": True}
-                r = client.post("/v1/chat/completions", json=body)
+                r = _post(client, base_url, "/v1/chat/completions", body)
                 if r.status_code != 200:
                     raise TrainError(f"the target's server answered {r.status_code}: {r.text[:200]}")
                 data = r.json()
@@ -559,6 +587,40 @@ class Pipeline:
             raise TrainError(f"{step} failed (exit {rc}): {reason.strip()[:300]} (log: {self.out / (step + '.log')})")
 
 
+def _client(base_url: str, api_key: str | None):
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(base_url=base_url, headers=headers, timeout=600)
+
+
+def _post(client, base_url: str, path: str, body: dict):
+    import httpx
+
+    try:
+        return client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        raise TrainError(f"cannot reach the target's server at {base_url}: {exc}") from None
+
+
+def _served_model(client, base_url: str) -> str:
+    """The model id a vLLM server serves; a refused key or a foreign server is one line."""
+    import httpx
+
+    try:
+        r = client.get("/v1/models")
+    except httpx.HTTPError as exc:
+        raise TrainError(f"cannot reach the target's server at {base_url}: {exc}") from None
+    if r.status_code in (401, 403):
+        raise TrainError(f"the server at {base_url} refused the API key (HTTP {r.status_code}); "
+                         "pass its key with --api-key-env")
+    try:
+        return r.json()["data"][0]["id"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise TrainError(f"{base_url} is not an OpenAI-compatible vLLM server "
+                         f"(GET /v1/models answered HTTP {r.status_code})") from None
+
+
 def _metric_event(record: dict) -> dict:
     if "train" in record:
         return {"event": "train_step", "step": record.get("global_step"), "epoch": record.get("epoch"),
@@ -611,6 +673,13 @@ def _speculators() -> str:
     if not exe.exists():
         raise TrainError("the `speculators` package is missing: install Draftbench with the `train` extra")
     return str(exe)
+
+
+def _cut_to_last_line(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def _write_atomic(path: Path, text: str) -> None:
