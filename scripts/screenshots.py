@@ -5,6 +5,7 @@ It starts a small real sweep (baseline and ngram on the demo target) through the
 With `--compare DB [FILE]` it instead opens that results database (e.g. one made by
 `draftbench run resources/plans/demo.toml`), compares its latest experiment, and saves the
 Compare page (as docs/FILE, default screenshot-compare.png) and, by default, an HTML report (rendered to PNG with headless Chromium when it is installed).
+With `--train FOLDER` it shows that training folder on the Train page (docs/screenshot-train.png).
 """
 
 from __future__ import annotations
@@ -63,8 +64,32 @@ def compare_shots(app: QApplication, db: Path, name: str = "screenshot-compare.p
     w.close()
 
 
+def train_shot(app: QApplication, folder: Path) -> None:
+    from app.main import MainWindow
+
+    w = MainWindow(Path(tempfile.mkdtemp()) / "train.sqlite")
+    w.resize(1500, 940)
+    w.show()
+    wait(app, lambda: w.isVisible(), 10)
+    w.tabs.setCurrentWidget(w.train)
+    w.train.out.setText(str(folder))
+    w.train.out.setModified(True)
+    w.train.show_folder()
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.05)
+    w.grab().save(str(ROOT / "docs" / "screenshot-train.png"))
+    w.close()
+
+
 def main() -> None:
     app = QApplication(sys.argv[:1])
+    if len(sys.argv) == 3 and sys.argv[1] == "--train":
+        from app import theme
+
+        theme.apply()
+        train_shot(app, Path(sys.argv[2]))
+        return
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--compare":
         from app import theme
 

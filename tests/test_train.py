@@ -98,7 +98,8 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
 def test_other_configuration_in_the_same_folder_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    (out / "manifest.json").write_text(json.dumps({"config": _config(out, num_prompts=8).key(), "done": {}}))
+    (out / "manifest.json").write_text(json.dumps({"config": _config(out, num_prompts=8).key(),
+                                                   "done": {"prompts": {"prompts": 8}}}))
     with pytest.raises(train.TrainError, match="another configuration"):
         train.Pipeline(_config(out)).run()
 
