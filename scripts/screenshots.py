@@ -67,7 +67,9 @@ def compare_shots(app: QApplication, db: Path, name: str = "screenshot-compare.p
 def train_shot(app: QApplication, folder: Path) -> None:
     from app.main import MainWindow
 
-    w = MainWindow(Path(tempfile.mkdtemp()) / "train.sqlite")
+    from workbench import paths
+
+    w = MainWindow(paths.default_db())  # the app's own default, as a user would see it
     w.resize(1500, 940)
     w.show()
     wait(app, lambda: w.isVisible(), 10)
