@@ -18,15 +18,48 @@ from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 from workbench import paths
 
 
-def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str,
-                remote: str | None = None) -> tuple[str, list[str]]:
+def draftbench_argv(*args: str) -> tuple[str, list[str]]:
+    """The `draftbench` command line for a child process of the app."""
     # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
     prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
+    return sys.executable, [*prefix, *args]
+
+
+def runner_argv(plan_path: str, db_path: str, events_path: str, log_path: str,
+                remote: str | None = None) -> tuple[str, list[str]]:
     # On a remote host the local process streams the host's events and rows here; Stop (SIGTERM)
     # stops the sweep there.
     where = ["--remote", remote] if remote else []
-    return sys.executable, [*prefix, "run", plan_path, "--db", db_path,
-                            "--events", events_path, "--log", log_path, "--own-group", *where]
+    return draftbench_argv("run", plan_path, "--db", db_path, "--events", events_path, "--log", log_path,
+                           "--own-group", *where)
+
+
+class EventsFile:
+    """Follows a JSON-lines events file that another process appends to: each `read()` returns
+    the events completed since the last one (a line still being written waits for its end)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._offset = 0
+        self._buffer = b""
+
+    def read(self) -> list[dict]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            return []
+        self._offset += len(chunk)
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        events = []
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
 
 
 class Sweep(QObject):
@@ -40,8 +73,7 @@ class Sweep(QObject):
         self.pid = pid
         self.events_path = events_path
         self.stderr_path = stderr_path
-        self._offset = 0
-        self._buffer = b""
+        self.events = EventsFile(events_path)
         self._ended = False
         self.started = time.time()
         self.timer = QTimer(self, interval=200)
@@ -79,24 +111,12 @@ class Sweep(QObject):
             return True
 
     def poll(self) -> None:
-        try:
-            with self.events_path.open("rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except OSError:
-            chunk = b""
-        self._offset += len(chunk)
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        events = self.events.read()
+        for event in events:
             self.event.emit(event)
             if event.get("event") == "sweep_finished":
                 self._finish()
-        if not self._ended and not lines and not self.alive:
+        if not self._ended and not events and not self.alive:
             self._finish()
 
     def _finish(self) -> None:

@@ -8,8 +8,6 @@ subprocess or server and keeps every finished step, so Start on the same folder 
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app import charts, theme
+from app.sweep import EventsFile, draftbench_argv
 from workbench import demo, paths, train
 
 STEP_TITLES = {
@@ -49,9 +48,9 @@ class TrainPage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.process: QProcess | None = None
-        self.events_path: Path | None = None
-        self._offset = 0
-        self._buffer = b""
+        self.events: EventsFile | None = None
+        self.curve = train.LossCurve()
+        self._drawn_val: dict | None = None
         self._cancelling = False
         self.summary: dict | None = None
         self.timer = QTimer(self, interval=200)
@@ -301,22 +300,24 @@ class TrainPage(QWidget):
         except OSError as exc:
             QMessageBox.warning(self, "Train", f"cannot create the output folder {out}: {exc.strerror}")
             return
-        self.events_path = out / f"events-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+        events_path = out / f"events-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
         try:
-            self.events_path.touch()
+            events_path.touch()
         except OSError as exc:
             QMessageBox.warning(self, "Train", f"cannot write in the output folder {out}: {exc.strerror}")
             return
-        self._offset, self._buffer, self._cancelling, self.summary = 0, b"", False, None
+        self.events = EventsFile(events_path)
+        # The curve so far (earlier attempts in this folder); this run's steps arrive as events.
+        self.curve = train.LossCurve.read(out)
+        self._cancelling, self.summary = False, None
         self.process = QProcess(self)
         self.process.setProcessChannelMode(QProcess.SeparateChannels)
         self.process.finished.connect(self._finished)
-        # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
-        prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
         self.process.setWorkingDirectory(str(Path.cwd()))
-        self.process.start(sys.executable, prefix + self.argv(self.events_path))
+        program, args = draftbench_argv(*self.argv(events_path))
+        self.process.start(program, args)
         if not self.process.waitForStarted(10000):
-            QMessageBox.critical(self, "Train", f"could not start the training process ({sys.executable})")
+            QMessageBox.critical(self, "Train", f"could not start the training process ({program})")
             self.process = None
             return
         self._set_running(True)
@@ -375,26 +376,13 @@ class TrainPage(QWidget):
 
     # -- events --------------------------------------------------------------------------------------
     def poll(self) -> None:
-        if self.events_path is None:
+        if self.events is None:
             return
-        try:
-            with self.events_path.open("rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except OSError:
-            return
-        self._offset += len(chunk)
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
         changed = False
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        for event in self.events.read():
             changed |= self.on_event(event)
         if changed:
-            self._draw_history()
+            self._draw_curve()
 
     def on_event(self, e: dict) -> bool:
         """Updates the step list and status; True when the loss history changed."""
@@ -432,6 +420,7 @@ class TrainPage(QWidget):
             # Epochs finished out of those asked for (a step count is not known in advance).
             self.progress.setRange(0, epochs)
             self.progress.setValue(min(epochs, int(e.get("epoch") or 0) + (kind == "validation")))
+            self.curve.add({"train" if kind == "train_step" else "val": e.get("metrics") or {}})
             return True
         elif kind == "reused":
             for key in e.get("steps", []):
@@ -444,10 +433,10 @@ class TrainPage(QWidget):
 
     def show_folder(self) -> None:
         """Shows what the output folder already holds (finished steps, the loss so far)."""
-        text = self.out.text().strip()
-        state = train.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
         if self.running:
             return
+        text = self.out.text().strip()
+        state = train.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
         if state.get("config"):
             self._load_config(state["config"], state["done"])
         for key, item in self.step_items.items():
@@ -462,12 +451,13 @@ class TrainPage(QWidget):
             reg = state["done"]["register"]
             self.summary = {"plan": reg["plan"], "pair": reg["pair"],
                             "checkpoint": state["done"].get("checkpoint", {}).get("path")}
+        self.curve = train.LossCurve.read(Path(text)) if text else train.LossCurve()
         if state.get("error"):
             self.status.setText(state["error"])
         elif state["done"]:
             self.status.setText(f"{len(state['done'])} of {len(train.STEPS)} steps finished in this folder"
                                 + (": Resume goes on from there." if state["resumable"] else "."))
-        self._draw_history()
+        self._draw_curve()
 
     def _load_config(self, cfg: dict, done: dict) -> None:
         """A folder with a run in it: the form takes that run's settings, so Start resumes it
@@ -495,36 +485,23 @@ class TrainPage(QWidget):
         finally:
             self._loading = False
 
-    def _draw_history(self) -> None:
-        text = self.out.text().strip()
-        records = train.read_history(Path(text)) if text else []
-        xs, ys, vx, vy = [], [], [], []
-        last_val = None
-        for r in records:
-            if "train" in r:
-                loss = train.loss_of(r["train"])
-                if loss is not None:
-                    xs.append(len(xs) + 1)
-                    ys.append(loss)
-            elif "val" in r:
-                loss = train.loss_of(r["val"])
-                if loss is not None:
-                    vx.append(len(xs))
-                    vy.append(loss)
-                    last_val = r["val"]
-        self.train_curve.setData(xs, ys)
-        self.val_curve.setData(vx, vy)
+    def _draw_curve(self) -> None:
+        c = self.curve
+        self.train_curve.setData(list(range(1, len(c.train_loss) + 1)), c.train_loss)
+        self.val_curve.setData(c.val_step, c.val_loss)
+        if c.last_val is self._drawn_val:
+            return  # the accuracy bars change only with a validation
+        self._drawn_val = c.last_val
         self.acc_plot.clear()
-        if last_val:
-            acc = train.position_accuracy(last_val)
-            if acc:
-                self.acc_plot.addItem(pg.BarGraphItem(x=list(range(1, len(acc) + 1)), height=acc, width=0.7,
-                                                      brush=theme.color(2)))
-                title = "Validation accuracy by draft position"
-                eal = last_val.get("eal_epoch")
-                if isinstance(eal, (int, float)):
-                    title += f" (expected accepted length {eal:.2f})"
-                self.acc_plot.setTitle(title)
+        acc = train.position_accuracy(c.last_val) if c.last_val else []
+        if acc:
+            self.acc_plot.addItem(pg.BarGraphItem(x=list(range(1, len(acc) + 1)), height=acc, width=0.7,
+                                                  brush=theme.color(2)))
+            title = "Validation accuracy by draft position"
+            eal = c.last_val.get("eal_epoch")
+            if isinstance(eal, (int, float)):
+                title += f" (expected accepted length {eal:.2f})"
+            self.acc_plot.setTitle(title)
 
     def _evaluate(self) -> None:
         if self.summary and self.summary.get("plan"):

@@ -244,27 +244,14 @@ class Pipeline:
     def _responses(self) -> dict:
         rows = [json.loads(line) for line in (self.out / "prompts.jsonl").read_text().splitlines() if line]
         partial = self.out / "responses.partial.jsonl"
-        have = {}
-        if partial.exists():
-            for line in partial.read_text().splitlines():
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a cancel
-                have[r["id"]] = r
+        have = {r["id"]: r for r in _read_records(partial)}
         todo = [r for r in rows if r["id"] not in have]
         if todo and partial.exists():
             _cut_to_last_line(partial)  # so the next appended response starts on a line of its own
         if todo:
             base_url, api_key = self._endpoint()
             self._generate(base_url, api_key, todo, partial, len(have), len(rows))
-        have = {}
-        for line in partial.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill
-            have[r["id"]] = r
+        have = {r["id"]: r for r in _read_records(partial)}
         ordered = [have[r["id"]] for r in rows if r["id"] in have]
         _write_atomic(self.out / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in ordered))
         tokens = sum(sum(r["loss_mask"]) for r in ordered)
@@ -721,17 +708,48 @@ def position_accuracy(metrics: dict) -> list[float]:
     return [found[k] for k in sorted(found)]
 
 
-def read_history(out: Path) -> list[dict]:
-    """The metric records of every training attempt in `out`, in order (a resumed run appends)."""
-    path = Path(out) / "train-metrics.jsonl"
+def _read_records(path: Path) -> list[dict]:
+    """The JSON lines of a file this pipeline appends to (none when it does not exist yet); a
+    line cut by a cancel or a kill is skipped."""
     records = []
     if path.exists():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
-                continue  # a line cut by a kill
+                continue
     return records
+
+
+@dataclass
+class LossCurve:
+    """Training loss per step and validation loss after each epoch, in the order run (a resumed
+    run's records follow the earlier ones), with the latest validation metrics."""
+    train_loss: list[float] = field(default_factory=list)
+    val_step: list[int] = field(default_factory=list)    # training steps run before each validation
+    val_loss: list[float] = field(default_factory=list)
+    last_val: dict | None = None
+
+    def add(self, record: dict) -> None:
+        """One speculators metric record: {"train": metrics} or {"val": metrics}."""
+        if "train" in record:
+            loss = loss_of(record["train"])
+            if loss is not None:
+                self.train_loss.append(loss)
+        elif "val" in record:
+            loss = loss_of(record["val"])
+            if loss is not None:
+                self.val_step.append(len(self.train_loss))
+                self.val_loss.append(loss)
+                self.last_val = record["val"]
+
+    @classmethod
+    def read(cls, out: Path) -> "LossCurve":
+        """The curve of every training attempt in `out`."""
+        curve = cls()
+        for record in _read_records(Path(out) / "train-metrics.jsonl"):
+            curve.add(record)
+        return curve
 
 
 def folder_state(out: Path) -> dict:
