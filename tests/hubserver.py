@@ -17,7 +17,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")

@@ -9,7 +9,6 @@ hand, is measured without being started or stopped.
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 
