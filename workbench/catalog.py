@@ -50,6 +50,18 @@ def user_catalog_path() -> Path:
     return paths.config_dir() / "catalog.toml"
 
 
+def add_user_pair(entry: dict) -> None:
+    """Adds (or replaces, by name) a pair in the user's catalog, which `load` reads after the
+    shipped one."""
+    import tomli_w
+
+    path = user_catalog_path()
+    doc = tomllib.loads(path.read_text()) if path.exists() else {}
+    pairs = [p for p in doc.get("pair", []) if p.get("name") != entry["name"]] + [entry]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.write_atomic(path, "# Draft/target pairs trained or added on this machine.\n" + tomli_w.dumps({"pair": pairs}))
+
+
 def load(path: Path | None = None) -> list[Pair]:
     """The shipped catalog followed by the user's, or only the file named."""
     if path is None:

@@ -26,6 +26,13 @@ def default_db() -> Path:
     return data_dir() / "results.sqlite"
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Writes under a temporary name and renames: a reader never sees a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def resources_dir() -> Path:
     import resources
 

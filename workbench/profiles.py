@@ -235,11 +235,8 @@ def save(profile: Profile, path: Path | None = None) -> Path:
     path = path or saved_path()
     profiles = load_saved(path)
     profiles[profile.name] = profile
-    doc = {"profiles": {n: {k: v for k, v in p.to_table().items() if k != "name"} for n, p in profiles.items()}}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(tomli_w.dumps(doc))
-    tmp.replace(path)  # never a half-written file
+    _write_saved(profiles, path)
     return path
 
 
@@ -248,10 +245,12 @@ def delete(name: str, path: Path | None = None) -> None:
     profiles = load_saved(path)
     if profiles.pop(name, None) is None:
         return
+    _write_saved(profiles, path)
+
+
+def _write_saved(profiles: dict[str, Profile], path: Path) -> None:
     doc = {"profiles": {n: {k: v for k, v in p.to_table().items() if k != "name"} for n, p in profiles.items()}}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(tomli_w.dumps(doc))
-    tmp.replace(path)
+    paths.write_atomic(path, tomli_w.dumps(doc))
 
 
 def resolve(value, base: Path | None = None) -> Profile:

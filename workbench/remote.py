@@ -164,7 +164,7 @@ def save(name: str, host: RemoteHost) -> Path:
 
     remotes_dir().mkdir(parents=True, exist_ok=True)
     path = remotes_dir() / f"{name}.toml"
-    path.write_text(tomli_w.dumps({"remote": host.to_table()}), encoding="utf-8")
+    paths.write_atomic(path, tomli_w.dumps({"remote": host.to_table()}))
     return path
 
 

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from workbench import paths
+
 SELF_PROMPTS = "self"  # the prompt source "written by the target itself"
 STEPS = ("prompts", "responses", "prepare", "hidden_states", "train", "checkpoint", "register")
 MANIFEST = "manifest.json"
@@ -109,7 +111,7 @@ class Pipeline:
             raise TrainError(f"cannot read {path}: {exc}") from None
 
     def _save_manifest(self, m: dict) -> None:
-        _write_atomic(self.out / MANIFEST, json.dumps(m, indent=2))
+        paths.write_atomic(self.out / MANIFEST, json.dumps(m, indent=2))
 
     def _mark_done(self, step: str, info: dict) -> None:
         m = self.manifest()
@@ -238,7 +240,7 @@ class Pipeline:
                 continue
             seen.add(p.text)
             rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": p.text}]})
-        _write_atomic(self.out / "prompts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        _write_jsonl(self.out / "prompts.jsonl", rows)
         return {"prompts": len(rows), "source": self.config.prompts}
 
     def _responses(self) -> dict:
@@ -253,7 +255,7 @@ class Pipeline:
             self._generate(base_url, api_key, todo, partial, len(have), len(rows))
         have = {r["id"]: r for r in _read_records(partial)}
         ordered = [have[r["id"]] for r in rows if r["id"] in have]
-        _write_atomic(self.out / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in ordered))
+        _write_jsonl(self.out / "responses.jsonl", ordered)
         tokens = sum(sum(r["loss_mask"]) for r in ordered)
         return {"responses": len(ordered), "completion_tokens": tokens,
                 "tokens": sum(len(r["input_ids"]) for r in ordered)}
@@ -332,7 +334,7 @@ class Pipeline:
                 pool.shutdown(wait=False, cancel_futures=True)
         if not rows:
             raise TrainError("the target wrote no usable prompt (is it a chat model?)")
-        _write_atomic(self.out / "prompts.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        _write_jsonl(self.out / "prompts.jsonl", rows)
         return {"prompts": len(rows), "source": f"written by the target ({attempt} samples)"}
 
     def _start_server(self):
@@ -515,7 +517,7 @@ class Pipeline:
         cfg = json.loads(cfg_path.read_text())
         # vLLM reads the verifier from here; a relative path breaks `vllm serve`, so it is absolute.
         cfg["speculators_config"]["verifier"]["name_or_path"] = str(Path(self.target).resolve())
-        _write_atomic(cfg_path, json.dumps(cfg, indent=2))
+        paths.write_atomic(cfg_path, json.dumps(cfg, indent=2))
         return {"path": str(ckpt.resolve())}
 
     def _register(self) -> dict:
@@ -528,10 +530,10 @@ class Pipeline:
         entry = {"name": name, "draft": ckpt, "target": target, "method": self.config.speculator_type,
                  "n": [3, 7] if block else [1, 2, 3], "draft_gated": False, "target_gated": False, "publisher": "trained here",
                  "source": str(self.out)}
-        register_pair(entry)
+        catalog.add_user_pair(entry)
         pair = catalog.get(name, catalog.load())
         plan_path = self.out / "evaluate.toml"
-        _write_atomic(plan_path, catalog.plan_text(pair))
+        paths.write_atomic(plan_path, catalog.plan_text(pair))
         return {"pair": name, "plan": str(plan_path)}
 
     # -- helpers -------------------------------------------------------------------------------
@@ -669,26 +671,8 @@ def _cut_to_last_line(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def register_pair(entry: dict) -> None:
-    """Adds (or replaces, by name) a pair in the user's catalog, which `catalog.load` reads after
-    the shipped one."""
-    import tomllib
-
-    import tomli_w
-
-    from workbench import catalog
-
-    path = catalog.user_catalog_path()
-    doc = tomllib.loads(path.read_text()) if path.exists() else {}
-    pairs = [p for p in doc.get("pair", []) if p.get("name") != entry["name"]] + [entry]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, "# Draft/target pairs trained or added on this machine.\n" + tomli_w.dumps({"pair": pairs}))
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    paths.write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 # -- reading a training folder (for the Train page and reports) ------------------------------------
