@@ -9,7 +9,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from workbench import cli, compare, paths, recommend, report, store
+from workbench import cli, paths, report, store
+from workbench.analysis import compare, recommend
 
 CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
                "by_prompt_length", "energy", "gpus")
@@ -71,7 +72,7 @@ def _app():
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from app import theme
+    from app.widgets import theme
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     theme.apply()
@@ -80,7 +81,7 @@ def _app():
 
 def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str],
                width: int, height: int, dpi: int, db_path: str | Path | None = None) -> list[Path]:
-    from app import charts as chartlib
+    from app.widgets import charts as chartlib
 
     _app()
     out.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,7 @@ def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str
 
 
 def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path | None = None) -> Path:
-    from app import charts as chartlib
+    from app.widgets import charts as chartlib
 
     _app()
     cs, data = all_data(rows, db_path)

@@ -11,15 +11,16 @@ from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMainWindow, QMessageBox, QTabWidget
 
-from app import theme
-from app.compare_page import ComparePage
-from app.experiment import ExperimentPage
-from app.history import HistoryPage
-from app.live import LivePage
-from app.models_page import ModelsPage
-from app.sweep import Sweep
-from app.train_page import TrainPage
-from workbench import __version__, engine, paths, plan, store
+from app.widgets import theme
+from app.pages.compare_page import ComparePage
+from app.pages.experiment import ExperimentPage
+from app.pages.history import HistoryPage
+from app.pages.live import LivePage
+from app.pages.models_page import ModelsPage
+from app.jobs.sweep import Sweep
+from app.pages.train_page import TrainPage
+from workbench import __version__, paths, plan, store
+from workbench.host import engine
 
 DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
 MAX_RECENT = 8

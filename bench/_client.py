@@ -4,7 +4,8 @@ import asyncio
 import sys
 
 from common import table  # noqa: F401  (puts the project on the path)
-from workbench import load, workloads
+from workbench import load
+from workbench.load import workloads
 
 if __name__ == "__main__":
     base, key, count, max_tokens, concurrency = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])

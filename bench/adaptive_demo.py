@@ -18,9 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workbench import compare, engine, plan, recommend, store  # noqa: E402
-from workbench.adaptive import AdaptiveRunner  # noqa: E402
-from workbench.runner import Runner  # noqa: E402
+from workbench import plan, store
+from workbench.analysis import compare, recommend
+from workbench.host import engine# noqa: E402
+from workbench.sweep.adaptive import AdaptiveRunner  # noqa: E402
+from workbench.sweep.runner import Runner  # noqa: E402
 
 PLAN = """
 name = "adaptive-demo-{mode}"

@@ -23,7 +23,9 @@ import tempfile
 from pathlib import Path
 
 from common import server_config, start, table
-from workbench import demo, engine, vllm_cli, workloads
+from workbench.checkpoints import demo
+from workbench.host import engine, vllm_cli
+from workbench.load import workloads
 
 HERE = Path(__file__).resolve().parent
 

@@ -10,7 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from workbench import demo, engine, launch, plan  # noqa: E402
+from workbench import launch, plan
+from workbench.checkpoints import demo
+from workbench.host import engine# noqa: E402
 
 
 def table(title: str, header: list[str], rows: list[list]) -> str:

@@ -23,7 +23,11 @@ from pathlib import Path
 import httpx
 
 from common import server_config, start, table
-from workbench import demo, engine, load, metrics, runner, vllm_cli, workloads
+from workbench import load, metrics
+from workbench.checkpoints import demo
+from workbench.host import engine, vllm_cli
+from workbench.sweep import runner
+from workbench.load import workloads
 
 
 async def draftbench_round(srv, prompts, sampling, concurrency) -> dict:

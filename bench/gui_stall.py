@@ -73,8 +73,8 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
-    from app import theme
-    from app.live import LivePage
+    from app.widgets import theme
+    from app.pages.live import LivePage
 
     theme.apply()
     folder = Path(tempfile.mkdtemp())

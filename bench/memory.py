@@ -16,7 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
-from workbench import compat, demo, engine, launch, memory, plan  # noqa: E402
+from workbench import launch, plan
+from workbench.checkpoints import compat, demo, memory
+from workbench.host import engine# noqa: E402
 
 
 def server(target: str, draft: str | None) -> plan.Server:

@@ -22,7 +22,7 @@ os.environ.setdefault("DRAFTBENCH_CONFIG_DIR", tempfile.mkdtemp(prefix="draftben
 import psutil  # noqa: E402
 
 from common import table  # noqa: E402
-from workbench import engine  # noqa: E402
+from workbench.host import engine# noqa: E402
 
 SMALL = {"methods": [{"method": "ngram", "n": [2], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}],
          "workload": {"names": ["builtin"], "concurrency": [2], "num_prompts": 8, "max_tokens": 64, "warmup": 1,
@@ -54,7 +54,7 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    from app import theme
+    from app.widgets import theme
     from app.main import DEMO_PLAN, MainWindow, _read_plan_doc
 
     theme.apply()

@@ -86,9 +86,9 @@ def open_pages(path: Path, count: int) -> list[list[str]]:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    from app import theme
-    from app.compare_page import ComparePage
-    from app.history import HistoryPage
+    from app.widgets import theme
+    from app.pages.compare_page import ComparePage
+    from app.pages.history import HistoryPage
 
     theme.apply()
     history, compare = HistoryPage(), ComparePage()

@@ -87,18 +87,18 @@ def train_shot(app: QApplication, folder: Path) -> None:
 def main() -> None:
     app = QApplication(sys.argv[:1])
     if len(sys.argv) == 3 and sys.argv[1] == "--train":
-        from app import theme
+        from app.widgets import theme
 
         theme.apply()
         train_shot(app, Path(sys.argv[2]))
         return
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--compare":
-        from app import theme
+        from app.widgets import theme
 
         theme.apply()
         compare_shots(app, Path(sys.argv[2]), *sys.argv[3:])
         return
-    from app import theme
+    from app.widgets import theme
     from app.main import MainWindow
 
     theme.apply()

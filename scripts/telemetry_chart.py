@@ -11,8 +11,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app import charts, theme  # noqa: E402
-from app.live import LivePage  # noqa: E402
+from app.widgets import charts, theme# noqa: E402
+from app.pages.live import LivePage  # noqa: E402
 
 
 def main() -> int:

@@ -12,7 +12,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Settings written by the app under test go to a throwaway folder, never the user's.
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 
-from workbench import demo, engine, launch, plan, runner  # noqa: E402
+from workbench import launch, plan
+from workbench.checkpoints import demo
+from workbench.host import engine
+from workbench.sweep import runner# noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,9 +18,10 @@ from types import SimpleNamespace
 import pyqtgraph as pg
 import pytest
 
-from workbench import compare, plan, recommend, store
-from workbench.adaptive import AdaptiveRunner
-from workbench.runner import Runner
+from workbench import plan, store
+from workbench.analysis import compare, recommend
+from workbench.sweep.adaptive import AdaptiveRunner
+from workbench.sweep.runner import Runner
 
 # A busy 2-core machine can take several minutes per launch: the module's launches share this.
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
@@ -133,8 +134,8 @@ def test_a_finished_adaptive_sweep_resumes_to_the_same_answer_without_launching(
 
 
 def test_compare_page_draws_the_prediction_beside_the_measured_points(sweep, qtbot):
-    from app.charts import PREDICTION_TIP
-    from app.compare_page import ComparePage
+    from app.widgets.charts import PREDICTION_TIP
+    from app.pages.compare_page import ComparePage
 
     rows = store.runs(store.open_db(sweep.path, readonly=True))
     page = ComparePage()

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import demo, store
+from workbench import store
+from workbench.checkpoints import demo
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reliability.md"
@@ -356,7 +357,7 @@ GUI = {**FORM, **WINDOW}
 def test_gui_answers_in_one_line(case, qtbot, tmp_path, vllm_install, monkeypatch):
     _, message = doc_rows()[case]
     if case in FORM:
-        from app.experiment import ExperimentPage
+        from app.pages.experiment import ExperimentPage
         from app.main import DEMO_PLAN, _read_plan_doc
 
         page = ExperimentPage(vllm_install, set())

@@ -3,7 +3,8 @@
 import subprocess
 import sys
 
-from workbench import catalog, methods, plan
+from workbench import methods, plan
+from workbench.plan import catalog
 
 
 def test_catalog_holds_every_publisher_and_valid_methods():

@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from conftest import ROOT
-from workbench import compare, store
+from workbench import store
+from workbench.analysis import compare
 
 
 def test_reference_study_mal_and_acceptance_rate_recovered():
@@ -87,7 +88,7 @@ def test_chart_data_matches_independent_sql(sweep_db):
 
 def test_vllm_bench_serve_result_imported_as_a_run(draft_server, vllm_install, demo_models, tmp_path):
     from test_measurement import run_bench
-    from workbench import benchjson
+    from workbench.report import benchjson
 
     result = run_bench(draft_server, vllm_install, demo_models, tmp_path, seed=9)
     data = json.loads(result.read_text())
@@ -108,7 +109,7 @@ def test_vllm_bench_serve_result_imported_as_a_run(draft_server, vllm_install, d
 
 
 def test_bad_bench_files_are_refused(tmp_path):
-    from workbench import benchjson
+    from workbench.report import benchjson
 
     (tmp_path / "a.json").write_text("[1, 2]")
     (tmp_path / "b.json").write_text('{"duration": 1}')

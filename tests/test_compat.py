@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import compat, demo
+from workbench.checkpoints import compat, demo
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workbench import datasets, plan, workloads
+from workbench import plan
+from workbench.load import datasets, workloads
 
 
 @pytest.fixture(scope="module")

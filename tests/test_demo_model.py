@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from workbench import demo
+from workbench.checkpoints import demo
 
 
 def test_demo_folders_are_real_hf_model_folders(demo_models):

@@ -11,9 +11,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from PySide6.QtGui import QImage
 
-from app.compare_page import ComparePage
+from app.pages.compare_page import ComparePage
 from app.exports import CHART_NAMES, export_all, write_report
-from workbench import compare, store
+from workbench import store
+from workbench.analysis import compare
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//|@import""", re.I)
 

@@ -26,7 +26,8 @@ import psutil
 import pytest
 
 from standin_hub import StandinHub
-from workbench import launch, plan, runner
+from workbench import launch, plan
+from workbench.sweep import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD_TABLES = ("samples", "positions", "requests", "logs")
@@ -303,7 +304,7 @@ def test_newer_schema_and_damaged_databases_are_refused_untouched(fault_sweep, t
 # started before, so vLLM itself runs without the limit.
 DISK_FULL = r"""
 import os, resource, signal, sqlite3, sys
-from workbench import runner
+from workbench.sweep import runner
 from app.entry import main
 db = sys.argv[sys.argv.index("--db") + 1]
 emit = runner.print_event

@@ -3,7 +3,7 @@
 import pytest
 
 from app.main import MainWindow
-from app.runs_model import RunsModel
+from app.models.runs_model import RunsModel
 
 
 @pytest.fixture

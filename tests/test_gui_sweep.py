@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.main import MainWindow
-from app.runs_model import COLUMNS
+from app.models.runs_model import COLUMNS
 from workbench import store
 
 

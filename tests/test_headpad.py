@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from workbench import demo, headpad
+from workbench.checkpoints import demo, headpad
 
 
 @pytest.mark.parametrize("q, kv, tp, expected", [(9, 3, 2, (12, 4)), (9, 3, 4, (12, 4)), (9, 3, 3, (9, 3)),

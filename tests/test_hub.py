@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hubserver import Repo, StandInHub
-from workbench import hub
+from workbench.checkpoints import hub
 
 BIG = 40 * 1024 * 1024  # four of huggingface_hub's 10 MiB download chunks
 GRANTED = "hf_" + "granted" * 4

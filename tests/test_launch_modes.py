@@ -14,7 +14,10 @@ from pathlib import Path
 
 import httpx
 
-from workbench import demo, launch, plan, runner, sanity, store
+from workbench import launch, plan, store
+from workbench.checkpoints import demo
+from workbench.sweep import runner
+from workbench.plan import sanity
 
 STANDIN = Path(__file__).parent / "standins" / "docker"
 SECRET = "hf_standin_token_never_stored_0123456789"
@@ -125,7 +128,7 @@ def test_attach_explains_a_missing_key_and_a_wrong_model(draft_server, vllm_inst
 def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, draft_server):
     import tomllib
 
-    from app.experiment import ExperimentPage
+    from app.pages.experiment import ExperimentPage
 
     page = ExperimentPage(vllm_install, set())
     qtbot.addWidget(page)

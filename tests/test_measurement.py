@@ -10,7 +10,10 @@ import subprocess
 import httpx
 import pytest
 
-from workbench import demo, load, metrics, vllm_cli, workloads
+from workbench import load, metrics
+from workbench.checkpoints import demo
+from workbench.host import vllm_cli
+from workbench.load import workloads
 
 COUNTER = re.compile(r'^(vllm:spec_decode_num_(?:drafts|draft_tokens|accepted_tokens)_total)\{[^}]*\} ([\d.e+]+)$', re.M)
 PER_POS = re.compile(r'^vllm:spec_decode_num_accepted_tokens_per_pos_total\{[^}]*position="(\d+)"[^}]*\} ([\d.e+]+)$', re.M)

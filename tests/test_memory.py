@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from workbench import compat, demo, gpus, launch, memory
+from workbench import launch
+from workbench.checkpoints import compat, demo, memory
+from workbench.host import gpus
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel
 
-from app.models_page import PROGRESS_STEPS, ModelsPage
+from app.pages.models_page import PROGRESS_STEPS, ModelsPage
 from test_hub import stand_in  # noqa: F401 - the stand-in Hub fixture
 
 import pytest
@@ -69,7 +69,7 @@ def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):  # noqa: F811
 
 def test_gated_repo_is_explained_with_its_page(page, qtbot, stand_in, monkeypatch):  # noqa: F811
     opened = []
-    monkeypatch.setattr("app.models_page.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
+    monkeypatch.setattr("app.pages.models_page.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
     page.start_download("google/gated-assistant")
     qtbot.waitUntil(lambda: page.gated_button.isVisible(), timeout=10000)
     assert "is gated" in page.gated.text() and "HF_TOKEN" in page.gated.text()

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from workbench import engine, launch, methods, plan
+from workbench import launch, methods, plan
+from workbench.host import engine
 
 GOOD = """
 name = "t"

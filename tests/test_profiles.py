@@ -6,8 +6,10 @@ import shlex
 
 import pytest
 
-from workbench import engine, launch, plan, profiles
-from workbench.profiles import Profile, ProfileError
+from workbench import launch, plan
+from workbench.host import engine
+from workbench.plan import profiles
+from workbench.plan.profiles import Profile, ProfileError
 
 CUDA_VLLM = engine.VllmInstall("/opt/venv/bin/python", "3.12.3", "0.26.0", "vllm", "/opt/venv/vllm",
                                "2.11.0+cu130", "5.17.0")

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from workbench import compare, recommend
-from workbench.recommend import Point, Survival
+from workbench.analysis import compare, recommend
+from workbench.analysis.recommend import Point, Survival
 
 spec = importlib.util.spec_from_file_location("recommend_reference", ROOT / "bench" / "recommend_reference.py")
 reference = sys.modules["recommend_reference"] = importlib.util.module_from_spec(spec)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PLAN
-from workbench import compare, launch, store
+from workbench import launch, store
+from workbench.analysis import compare
 
 
 def test_sweep_completes_every_run(sweep_db):

@@ -3,7 +3,8 @@
 import subprocess
 import sys
 
-from workbench import plan, sanity, store
+from workbench import plan, store
+from workbench.plan import sanity
 
 BASE = """
 name = "sanity"
@@ -61,7 +62,7 @@ def test_warnings_appear_on_the_command_line(tmp_path):
 
 
 def test_warnings_appear_in_the_experiment_page(qtbot, tmp_path, vllm_install):
-    from app.experiment import ExperimentPage
+    from app.pages.experiment import ExperimentPage
     import tomllib
 
     path = _plan_file(tmp_path, "random", "0.7", "true")

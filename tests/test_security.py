@@ -164,7 +164,7 @@ def test_no_subprocess_goes_through_a_shell(package):
 
 def test_runner_environment_keeps_secrets_out_of_the_stored_command(vllm_install, demo_models):
     from conftest import server_config
-    from workbench import demo
+    from workbench.checkpoints import demo
 
     spec = launch.prepare(server_config(str(demo_models[demo.TARGET.name])), vllm_install, 8000)
     assert "VLLM_API_KEY" not in spec.env and "--api-key" not in spec.argv

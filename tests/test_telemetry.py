@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench import gpus, store, telemetry
+from workbench import store
+from workbench.host import gpus
+from workbench.metrics import telemetry
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "telemetry"
@@ -121,7 +123,7 @@ def test_older_databases_open_and_gain_the_telemetry_table(tmp_path):
 
 
 def test_model_runner_read_from_the_real_gpu_server_logs():
-    from workbench import runner
+    from workbench.sweep import runner
 
     db = store.open_db(ROOT / "docs" / "gpu" / "h200-tp1.sqlite", readonly=True)
     lines = {run: [r["line"] for r in db["logs"].rows_where("run_id = ?", [run])] for run in (1, 3)}

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pyqtgraph as pg
 
-from app.compare_page import ComparePage
+from app.pages.compare_page import ComparePage
 from app.exports import all_data
-from app.live import LivePage
-from workbench import compare, store
+from app.pages.live import LivePage
+from workbench import store
+from workbench.analysis import compare
 
 DB = Path(__file__).resolve().parent.parent / "docs" / "gpu" / "h200x2-tp2.sqlite"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import catalog, plan, train
+from workbench import plan, train
+from workbench.plan import catalog
 
 pytestmark = pytest.mark.vllm
 

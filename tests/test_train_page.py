@@ -11,7 +11,8 @@ import psutil
 import pytest
 from PySide6.QtCore import Qt
 
-from workbench import catalog, plan
+from workbench import plan
+from workbench.plan import catalog
 
 pytestmark = pytest.mark.vllm
 
@@ -53,7 +54,7 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
     monkeypatch.setenv("DRAFTBENCH_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv(KEY_VAR, draft_server.api_key or "unused")
     warnings: list[str] = []
-    monkeypatch.setattr("app.train_page.QMessageBox.warning", lambda *a: warnings.append(a[2]))
+    monkeypatch.setattr("app.pages.train_page.QMessageBox.warning", lambda *a: warnings.append(a[2]))
     window = MainWindow(tmp_path / "results.sqlite")
     qtbot.addWidget(window)
     page = window.train
@@ -107,7 +108,7 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
     assert window.tabs.currentWidget() is window.experiment
 
     # Reopening the folder in a fresh page shows the finished run and its loss curve.
-    from app.train_page import TrainPage
+    from app.pages.train_page import TrainPage
 
     again = TrainPage()
     qtbot.addWidget(again)
@@ -120,10 +121,10 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
 
 
 def test_train_page_bad_target_is_one_line(qtbot, tmp_path, monkeypatch):
-    from app.train_page import TrainPage
+    from app.pages.train_page import TrainPage
 
     warnings: list[str] = []
-    monkeypatch.setattr("app.train_page.QMessageBox.warning", lambda *a: warnings.append(a[2]))
+    monkeypatch.setattr("app.pages.train_page.QMessageBox.warning", lambda *a: warnings.append(a[2]))
     page = TrainPage()
     qtbot.addWidget(page)
     page.target.setCurrentText(str(tmp_path / "no-such-model"))
@@ -139,7 +140,7 @@ def test_train_page_bad_target_is_one_line(qtbot, tmp_path, monkeypatch):
 
 
 def test_reusing_another_runs_data_takes_its_settings(qtbot, tmp_path):
-    from app.train_page import TrainPage
+    from app.pages.train_page import TrainPage
     from workbench import train
 
     source = tmp_path / "eagle3"

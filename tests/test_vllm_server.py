@@ -3,7 +3,8 @@
 import httpx
 
 from conftest import server_config, start_server
-from workbench import demo, metrics
+from workbench import metrics
+from workbench.checkpoints import demo
 
 
 def test_baseline_server_answers_a_chat_completion(demo_models, vllm_install):

@@ -24,7 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from workbench import engine, launch, metrics, plan, runner, store, vllm_cli, workloads  # noqa: E402
+from workbench import launch, metrics, plan, store
+from workbench.host import engine, vllm_cli
+from workbench.sweep import runner
+from workbench.load import workloads# noqa: E402
 
 PLAN = """
 name = "fidelity"

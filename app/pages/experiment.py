@@ -1,0 +1,479 @@
+"""The Experiment page: a form that builds a plan, shows every vLLM command it will launch, and runs it."""
+
+from __future__ import annotations
+
+import html
+import tomllib
+from pathlib import Path
+
+import tomli_w
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+    QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton,
+    QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
+)
+
+from app.widgets import theme
+from app.widgets.profile_form import ProfileForm
+from workbench import launch, methods, plan, store
+from workbench.load import datasets, workloads
+from workbench.host import engine, gpus
+from workbench.plan import profiles, sanity
+
+METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(";", ",").split(",") if v.strip()]
+    except ValueError:
+        raise plan.PlanError(f"{what}: write whole numbers separated by commas, e.g. 1, 2, 4") from None
+    if not values:
+        raise plan.PlanError(f"{what} is empty")
+    return values
+
+
+def parse_options(text: str, what: str) -> dict:
+    """`key=value, key=value` (values as TOML: numbers, true/false, "strings")."""
+    if not text.strip():
+        return {}
+    try:
+        return tomllib.loads("\n".join(part.strip() for part in text.split(",") if part.strip()))
+    except tomllib.TOMLDecodeError:
+        raise plan.PlanError(f"{what}: write options as key=value, separated by commas") from None
+
+
+def format_options(options: dict) -> str:
+    return ", ".join(tomli_w.dumps({k: v}).strip() for k, v in options.items())
+
+
+class MethodRow(QWidget):
+    removed = Signal(object)
+    changed = Signal()
+
+    def __init__(self, entry: dict | None = None):
+        super().__init__()
+        entry = entry or {"method": "ngram", "n": [1, 2, 3]}
+        self.method = QComboBox()
+        for name in METHOD_CHOICES:
+            self.method.addItem(methods.METHODS[name].label, name)
+            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
+        self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
+        self.draft = QLineEdit(entry.get("draft", ""))
+        self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
+        browse = QPushButton("…")
+        browse.setToolTip("Choose a draft model folder")
+        browse.setFixedWidth(28)
+        browse.clicked.connect(self._browse)
+        ns = entry.get("n", [])
+        self.n = QLineEdit(", ".join(str(v) for v in (ns if isinstance(ns, list) else [ns])))
+        self.n.setPlaceholderText("N values, e.g. 1, 2, 3")
+        self.n.setToolTip("Numbers of speculative tokens per step (num_speculative_tokens); one run per value")
+        self.options = QLineEdit(format_options(entry.get("options", {})))
+        self.options.setPlaceholderText("options, e.g. prompt_lookup_max=4")
+        self.optional = entry.get("optional", False)
+        remove = QPushButton("Remove")
+        remove.clicked.connect(lambda: self.removed.emit(self))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.n.setMinimumWidth(110)
+        self.options.setMinimumWidth(150)
+        layout.addWidget(self.method, 2)
+        layout.addWidget(self.draft, 3)
+        layout.addWidget(browse)
+        layout.addWidget(self.n, 2)
+        layout.addWidget(self.options, 3)
+        layout.addWidget(remove)
+        for w in (self.draft, self.n, self.options):
+            w.textChanged.connect(self.changed)
+        self.method.currentIndexChanged.connect(self._method_changed)
+        self._method_changed()
+
+    def _method_changed(self) -> None:
+        spec = methods.METHODS[self.method.currentData()]
+        self.draft.setEnabled(spec.draft != "none")
+        self.draft.setToolTip({"required": "This method needs a draft checkpoint",
+                               "optional": "Optional: a separate draft checkpoint (e.g. a Gemma 4 assistant)",
+                               "none": "This method uses no draft weights"}[spec.draft])
+        self.changed.emit()
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Draft model folder")
+        if folder:
+            self.draft.setText(folder)
+
+    def entry(self, i: int) -> dict:
+        what = f"method #{i}"
+        out: dict = {"method": self.method.currentData(), "n": parse_ints(self.n.text(), f"{what} N values")}
+        if self.draft.isEnabled() and self.draft.text().strip():
+            out["draft"] = self.draft.text().strip()
+        options = parse_options(self.options.text(), f"{what} options")
+        if options:
+            out["options"] = options
+        if self.optional:
+            out["optional"] = True
+        return out
+
+
+class ExperimentPage(QWidget):
+    run_requested = Signal(object, str)  # the plan, its TOML text
+
+    def __init__(self, vllm: engine.VllmInstall, modules: set[str], parent=None):
+        super().__init__(parent)
+        self.vllm = vllm
+        self.modules = modules
+        self.db_path: Path | None = None  # for warnings about runs already in the results database
+        self.plan_path: Path | None = None
+        self.current: plan.Plan | None = None
+        self.running = False
+        self.rows: list[MethodRow] = []
+        self.host_platform = gpus.detect()[0]
+
+        self.name = QLineEdit()
+        self.target = QLineEdit()
+        self.target.setToolTip("The model being served: a folder, a Hugging Face repo id, or demo:smollm2-135m")
+        target_browse = QPushButton("…")
+        target_browse.setFixedWidth(28)
+        target_browse.clicked.connect(self._browse_target)
+        target_row = QHBoxLayout()
+        target_row.addWidget(self.target)
+        target_row.addWidget(target_browse)
+        self.served_name = QLineEdit()
+        self.max_model_len = QSpinBox(minimum=64, maximum=10_000_000, singleStep=1024)
+        self.dtype = QComboBox()
+        self.dtype.addItems(["auto", "bfloat16", "float16", "float32"])
+        self.enforce_eager = QCheckBox("enforce eager (skip graph compilation; faster start)")
+
+        self.methods_box = QVBoxLayout()
+        add = QPushButton("Add method")
+        add.clicked.connect(lambda: self._add_row({"method": "ngram", "n": [2]}))
+        methods_group = QGroupBox("Drafting methods (a no-speculation baseline is always added)")
+        mg = QVBoxLayout(methods_group)
+        header = QLabel("method · draft checkpoint · N values · options")
+        mg.addWidget(header)
+        mg.addLayout(self.methods_box)
+        mg.addWidget(add, alignment=Qt.AlignLeft)
+
+        self.workloads = QListWidget()
+        self.workloads.setToolTip("Prompt sets; each is run at every concurrency")
+        for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
+                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
+                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()] + \
+                [(workloads.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
+            item = QListWidgetItem(label)
+            item.setData(Qt.UserRole, name)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Unchecked)
+            self.workloads.addItem(item)
+        self.workloads.setMaximumHeight(190)
+        add_file = QPushButton("Add prompt file…")
+        add_file.clicked.connect(self._add_workload_file)
+        self.concurrency = QLineEdit()
+        self.concurrency.setToolTip("Requests in flight at once; one run per value, e.g. 1, 4")
+        self.repeats = QSpinBox(minimum=1, maximum=100)
+        self.repeats.setToolTip("Repeats of every run, for a mean and a confidence interval")
+        self.num_prompts = QSpinBox(minimum=1, maximum=100000)
+        self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000)
+        self.max_tokens.setToolTip("Maximum output tokens per request")
+        self.warmup = QSpinBox(minimum=0, maximum=1000)
+        self.warmup.setToolTip("Warm-up requests before each measurement window (not measured)")
+        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
+        self.temperature.setToolTip("Sampling temperature, always sent explicitly: acceptance depends on it")
+        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2)
+        self.ignore_eos = QCheckBox("ignore EOS (forces every answer to max tokens)")
+        self.ignore_eos.setToolTip("Generation continues past the end of each answer: output lengths become fixed, "
+                                   "but drafting padding text distorts acceptance")
+        self.adaptive = QCheckBox("adaptive N (predict the best N instead of running every N)")
+        self.adaptive.setToolTip("Runs the baseline, the largest and the smallest N, predicts speedup for every N, "
+                                 "then runs only the predicted best (and a close rival); see docs/recommend-n.md")
+
+        form = QFormLayout()
+        form.addRow("Name", self.name)
+        form.addRow("Target", target_row)
+        form.addRow("Served name", self.served_name)
+        form.addRow("Max model length", self.max_model_len)
+        form.addRow("dtype", self.dtype)
+        form.addRow("", self.enforce_eager)
+        wl = QVBoxLayout()
+        wl.addWidget(self.workloads)
+        wl.addWidget(add_file, alignment=Qt.AlignLeft)
+        work = QGroupBox("Workload")
+        wf = QFormLayout(work)
+        wf.addRow("Prompt sets", wl)
+        wf.addRow("Concurrency", self.concurrency)
+        wf.addRow("Prompts per run", self.num_prompts)
+        wf.addRow("Max tokens", self.max_tokens)
+        wf.addRow("Warm-up requests", self.warmup)
+        wf.addRow("Repeats", self.repeats)
+        wf.addRow("Temperature", self.temperature)
+        wf.addRow("top-p", self.top_p)
+        wf.addRow("", self.ignore_eos)
+        wf.addRow("", self.adaptive)
+
+        form_widget = QWidget()
+        fl = QVBoxLayout(form_widget)
+        target_group = QGroupBox("Target")
+        target_group.setLayout(form)
+        fl.addWidget(target_group)
+        self.profile_form = ProfileForm()
+        fl.addWidget(self.profile_form)
+        fl.addWidget(methods_group)
+        fl.addWidget(work)
+        fl.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_widget)
+
+        self.commands = QPlainTextEdit(readOnly=True)
+        self.commands.setFont(theme.mono())
+        self.commands.setLineWrapMode(QPlainTextEdit.WidgetWidth)
+        self.commands.setToolTip("The exact vLLM command of every server this plan launches, with its runs")
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.run_button = QPushButton("Run sweep")
+        self.run_button.setToolTip("Validate the plan and start the sweep (Ctrl+R)")
+        self.run_button.clicked.connect(self.request_run)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.addWidget(QLabel("<b>vLLM commands this plan will launch</b>"))
+        rl.addWidget(self.commands, 1)
+        rl.addWidget(self.status)
+        rl.addWidget(self.run_button)
+        split = QSplitter()
+        split.addWidget(scroll)
+        split.addWidget(right)
+        split.setSizes([780, 600])
+        layout = QVBoxLayout(self)
+        layout.addWidget(split)
+
+        self.validate_timer = QTimer(self, singleShot=True, interval=250)
+        self.validate_timer.timeout.connect(self.validate)
+        for w in (self.name, self.target, self.served_name, self.concurrency):
+            w.textChanged.connect(self.validate_timer.start)
+        for w in (self.max_model_len, self.repeats, self.num_prompts, self.max_tokens, self.warmup):
+            w.valueChanged.connect(self.validate_timer.start)
+        for w in (self.temperature, self.top_p):
+            w.valueChanged.connect(self.validate_timer.start)
+        self.dtype.currentIndexChanged.connect(self.validate_timer.start)
+        self.enforce_eager.toggled.connect(self.validate_timer.start)
+        self.ignore_eos.toggled.connect(self.validate_timer.start)
+        self.adaptive.toggled.connect(self.validate_timer.start)
+        self.workloads.itemChanged.connect(self.validate_timer.start)
+        self.profile_form.changed.connect(self.validate_timer.start)
+
+    # --- form <-> plan document -----------------------------------------------------------------
+    def _add_row(self, entry: dict) -> None:
+        row = MethodRow(entry)
+        row.removed.connect(self._remove_row)
+        row.changed.connect(self.validate_timer.start)
+        self.rows.append(row)
+        self.methods_box.addWidget(row)
+        self.validate_timer.start()
+
+    def _remove_row(self, row: MethodRow) -> None:
+        self.rows.remove(row)
+        row.setParent(None)
+        row.deleteLater()
+        self.validate_timer.start()
+
+    def _browse_target(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Target model folder")
+        if folder:
+            self.target.setText(folder)
+
+    def _add_workload_file(self, path: str | None = None) -> None:
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Prompt file", "", "Prompts (*.jsonl *.parquet)")
+        if path:
+            item = QListWidgetItem(Path(path).name)
+            item.setData(Qt.UserRole, path)
+            item.setToolTip(path)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Checked)
+            self.workloads.addItem(item)
+
+    def set_document(self, doc: dict) -> None:
+        t = doc.get("target", {})
+        w = doc.get("workload", {})
+        self.name.setText(str(doc.get("name", "experiment")))
+        self.target.setText(str(t.get("model", "")))
+        self.served_name.setText(str(t.get("served_name", "")))
+        self.max_model_len.setValue(int(t.get("max_model_len", 2048)))
+        self.dtype.setCurrentText(str(t.get("dtype", "auto")))
+        self.enforce_eager.setChecked(bool(t.get("enforce_eager", False)))
+        for row in list(self.rows):
+            self._remove_row(row)
+        for entry in doc.get("methods", []):
+            if entry.get("method") != "baseline":
+                self._add_row(entry)
+        names = w.get("names", [workloads.BUILTIN])
+        known = {self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())}
+        for name in names:
+            if name not in known:
+                self._add_workload_file(name)
+        for i in range(self.workloads.count()):
+            item = self.workloads.item(i)
+            item.setCheckState(Qt.Checked if item.data(Qt.UserRole) in names else Qt.Unchecked)
+        self.concurrency.setText(", ".join(str(c) for c in w.get("concurrency", [1])))
+        self.repeats.setValue(int(w.get("repeats", 1)))
+        self.num_prompts.setValue(int(w.get("num_prompts", 16)))
+        self.max_tokens.setValue(int(w.get("max_tokens", 128)))
+        self.warmup.setValue(int(w.get("warmup", 2)))
+        self.temperature.setValue(float(w.get("temperature", 0.0)))
+        self.top_p.setValue(float(w.get("top_p", 1.0)))
+        self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
+        self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
+        self._server = doc.get("server", {})
+        self._extra_args = t.get("extra_args")
+        try:
+            self.profile_form.set_profile(profiles.resolve(doc.get("profile"), self._base()))
+        except profiles.ProfileError as exc:
+            self.status.setText(f"<span style='color:#D55E00'>Launch profile: {html.escape(str(exc))}</span>")
+        self.validate()
+
+    def _base(self) -> Path:
+        return self.plan_path.parent if self.plan_path else Path.cwd()
+
+    def local_kind(self) -> bool:
+        return self.profile_form.kind.currentData() == "local"
+
+    def document(self) -> dict:
+        target = {"model": self.target.text().strip(), "max_model_len": self.max_model_len.value(),
+                  "dtype": self.dtype.currentText(), "enforce_eager": self.enforce_eager.isChecked()}
+        if self.served_name.text().strip():
+            target["served_name"] = self.served_name.text().strip()
+        if getattr(self, "_extra_args", None):
+            target["extra_args"] = self._extra_args
+        names = [self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())
+                 if self.workloads.item(i).checkState() == Qt.Checked]
+        doc = {
+            "name": self.name.text().strip() or "experiment",
+            "target": target,
+            "methods": [row.entry(i) for i, row in enumerate(self.rows, 1)],
+            "workload": {
+                "names": names, "concurrency": parse_ints(self.concurrency.text(), "concurrency"),
+                "num_prompts": self.num_prompts.value(), "max_tokens": self.max_tokens.value(),
+                "warmup": self.warmup.value(), "repeats": self.repeats.value(),
+                "temperature": round(self.temperature.value(), 4), "top_p": round(self.top_p.value(), 4),
+                **({"ignore_eos": True} if self.ignore_eos.isChecked() else {}),
+            },
+        }
+        if self.adaptive.isChecked():
+            doc["sweep"] = {"mode": "adaptive"}
+        if getattr(self, "_server", None):
+            doc["server"] = self._server
+        try:
+            profile = self.profile_form.table()
+        except profiles.ProfileError as exc:
+            raise plan.PlanError(str(exc)) from None
+        if profile != {"kind": "local"}:
+            doc["profile"] = profile
+        return doc
+
+    def text(self) -> str:
+        return tomli_w.dumps(self.document())
+
+    def text_for_run(self) -> str:
+        """The plan as the runner will read it from another folder: relative paths made absolute."""
+        doc = self.document()
+        base = self.plan_path.parent if self.plan_path else Path.cwd()
+
+        def absolute(ref: str) -> str:
+            if ref.startswith(plan.DEMO_PREFIX) or Path(ref).expanduser().is_absolute():
+                return ref
+            candidate = base / ref
+            return str(candidate.resolve()) if candidate.exists() else ref
+
+        doc["target"]["model"] = absolute(doc["target"]["model"])
+        for entry in doc["methods"]:
+            if "draft" in entry:
+                entry["draft"] = absolute(entry["draft"])
+        doc["workload"]["names"] = [absolute(n) for n in doc["workload"]["names"]]
+        return tomli_w.dumps(doc)
+
+    # --- files ------------------------------------------------------------------------------------
+    def load_file(self, path: Path) -> None:
+        try:
+            doc = tomllib.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise plan.PlanError(f"cannot open {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
+        before = self.document_or_none()
+        try:
+            self.set_document(doc)
+        except (TypeError, ValueError, AttributeError, KeyError, methods.MethodError) as exc:
+            # The form cannot show it: put back what was there and say why.
+            if before is not None:
+                self.set_document(before)
+            raise plan.PlanError(f"cannot open {path.name}: not a plan the form can show ({exc})") from None
+        self.plan_path = path
+
+    def document_or_none(self) -> dict | None:
+        try:
+            return self.document()
+        except plan.PlanError:
+            return None
+
+    def save_file(self, path: Path) -> None:
+        path.write_text(self.text())
+        self.plan_path = path
+
+    # --- validation and run -------------------------------------------------------------------------
+    def validate(self) -> plan.Plan | None:
+        base = self.plan_path.parent if self.plan_path else Path.cwd()
+        try:
+            p = plan.loads(self.text(), path=str(self.plan_path or "plan.toml"), base=base,
+                           available_modules=self.modules if self.local_kind() else None)
+        except plan.PlanError as exc:
+            self.current = None
+            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {html.escape(str(exc))}</span>")
+            self.commands.setPlainText("")
+            self.run_button.setEnabled(False)
+            return None
+        lines = []
+        for server, runs in p.servers():
+            lines.append(launch.prepare(server, self.vllm, 0, self.host_platform).command
+                         .replace("--port 0", "--port PORT").replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
+            lines += [f"    {r.label}" for r in runs]
+        self.commands.setPlainText("\n".join(lines))
+        profile = p.runs[0].server.profile if p.runs else profiles.Profile()
+        if profile.kind == "attach":
+            where = f"measuring the server at {profile.base_url} (not started or stopped by Draftbench)"
+        elif profile.kind == "docker":
+            where = "vLLM in a docker container"
+        else:
+            where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
+                     else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
+        skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
+        existing = self._existing_db()
+        try:
+            self.warnings = sanity.for_plan(p, existing)
+        finally:
+            if existing is not None:
+                existing.conn.close()
+        warned = "".join(f"<br><span style='color:#E69F00'>⚠ {html.escape(w)}</span>" for w in self.warnings)
+        launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
+                    else f"{len(p.servers())} server launches")
+        self.status.setText(f"{len(p.runs)} runs on {launches} · {where}{skipped}{warned}")
+        self.current = p
+        self.run_button.setEnabled((self.vllm.found or not self.local_kind()) and not self.running)
+        return p
+
+    def _existing_db(self):
+        if self.db_path is None or not self.db_path.exists():
+            return None
+        try:
+            return store.open_db(self.db_path, readonly=True)
+        except store.StoreError:
+            return None
+
+    def request_run(self) -> None:
+        p = self.validate()
+        if p is not None and not self.running:
+            self.run_requested.emit(p, self.text())
+
+    def set_running(self, running: bool) -> None:
+        self.running = running
+        self.run_button.setEnabled(not running and self.current is not None
+                                   and (self.vllm.found or not self.local_kind()))
+        self.run_button.setText("Sweep running…" if running else "Run sweep")

@@ -1,0 +1,304 @@
+"""The Live page: a run's acceptance, throughput and latency drawn from the database as it grows."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+)
+
+from app.widgets import theme
+from app.widgets.theme import integer_ticks
+from app.models.dbpoll import RunFeed
+from workbench.metrics import telemetry
+
+TIPS = {
+    "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
+                 "of steps whose first i draft tokens were all accepted (vLLM's definition). Faint bars: "
+                 "earlier runs of the same sweep.",
+    "acceptance": "MAL (mean acceptance length) = 1 + accepted / drafts: tokens produced per target step. "
+                  "Acceptance rate = accepted / drafted tokens. Both cumulative over the measurement window.",
+    "throughput": "Output tokens/s between two scrapes of /metrics (vLLM's generation_tokens counter).",
+    "gpu_power": "Power draw per GPU, from NVML (NVIDIA) or amd-smi (AMD) about once a second, and its "
+                 "sum over the GPUs a tensor-parallel run uses. Indices are the ones vLLM sees; the vendor "
+                 "tool's physical index is given where they differ. Energy per output token = the "
+                 "integral of the summed power over the measurement window / output tokens.",
+    "gpu_util": "Utilisation per GPU (share of time a kernel ran, as the vendor tool reports it) and the "
+                "host's CPU utilisation (psutil).",
+    "latency": "Per request: TTFT = time to the first streamed token; ITL = mean gap between streamed "
+               "chunks (one chunk can hold several tokens under speculation).",
+}
+
+
+class Series:
+    """A growable numpy buffer (doubling), so a redraw never copies Python lists."""
+
+    def __init__(self, columns: int):
+        self.data = np.zeros((256, columns))
+        self.n = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        need = self.n + len(rows)
+        if need > len(self.data):
+            size = len(self.data)
+            while size < need:
+                size *= 2
+            grown = np.zeros((size, self.data.shape[1]))
+            grown[: self.n] = self.data[: self.n]
+            self.data = grown
+        self.data[self.n: need] = rows
+        self.n = need
+
+    def column(self, i: int) -> np.ndarray:
+        return self.data[: self.n, i]
+
+    def clear(self) -> None:
+        self.n = 0
+
+
+def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
+    w = theme.plot(title, left, bottom, tip)
+    w.getPlotItem().setClipToView(True)
+    # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
+    w.getPlotItem().setDownsampling(auto=True, mode="peak")
+    return w
+
+
+class LivePage(QWidget):
+    stop_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.db_path: Path | None = None
+        self.feed: RunFeed | None = None
+        self.dirty = False
+        self.samples = Series(4)   # t, mal, acceptance rate, output tok/s
+        self.requests = Series(3)  # idx, ttft ms, itl ms
+        self.positions: list[float] = []
+        self.sweep_total = 0
+        self.sweep_done = 0
+        self.sweep_started: float | None = None
+
+        self.title = QLabel("No run selected: start a sweep on the Experiment page, or open a run from History.")
+        self.title.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m runs")
+        self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
+        self.eta = QLabel("")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the sweep: the server is shut down and the run in flight is marked cancelled (Ctrl+.)")
+        self.stop_button.setShortcut("Ctrl+.")
+        self.stop_button.setEnabled(False)
+        self.stop_button.clicked.connect(self.stop_requested)
+
+        self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
+        self.pos_plot.setYRange(0, 1.05)
+        integer_ticks(self.pos_plot)
+        self.faint_items: list[pg.BarGraphItem] = []
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=theme.color(0))
+        self.pos_plot.addItem(self.bars)
+
+        self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)", TIPS["acceptance"])
+        self.acc_plot.addLegend(offset=(-10, 10))
+        self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(theme.color(0), width=2))
+        self.rate_view = pg.ViewBox()
+        pi = self.acc_plot.getPlotItem()
+        pi.showAxis("right")
+        pi.scene().addItem(self.rate_view)
+        pi.getAxis("right").linkToView(self.rate_view)
+        pi.getAxis("right").setLabel("acceptance rate (0–1)")
+        self.rate_view.setXLink(pi)
+        self.rate_view.setYRange(0, 1.05)
+        self.rate_curve = pg.PlotCurveItem(pen=pg.mkPen(theme.color(1), width=2, style=Qt.DashLine))
+        self.rate_view.addItem(self.rate_curve)
+        pi.legend.addItem(self.rate_curve, "acceptance rate")
+        pi.vb.sigResized.connect(lambda: self.rate_view.setGeometry(pi.vb.sceneBoundingRect()))
+
+        self.tps_plot = _plot("Output throughput", "output tokens/s", "time in window (s)", TIPS["throughput"])
+        self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(theme.color(2), width=2))
+
+        self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
+        self.lat_plot.addLegend(offset=(-10, 10))
+        integer_ticks(self.lat_plot)
+        self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
+                                               symbolBrush=theme.color(3))
+        self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
+                                              symbolBrush=theme.color(4))
+
+        self.power_plot = _plot("GPU power", "watts (W)", "time (s, from the run's first reading)", TIPS["gpu_power"])
+        self.power_plot.addLegend(offset=(-10, 10))
+        self.util_plot = _plot("GPU and CPU utilisation", "utilisation (%)", "time (s, from the run's first reading)",
+                               TIPS["gpu_util"])
+        self.util_plot.addLegend(offset=(-10, 10))
+        self.util_plot.setYRange(0, 105)
+        self.telemetry: list[tuple] = []
+        self.telemetry_curves: dict[tuple[str, str], pg.PlotDataItem] = {}
+
+        self.log = QPlainTextEdit(readOnly=True)
+        self.log.setMaximumBlockCount(1000)
+        self.log.setToolTip("The vLLM server's output for this run")
+        self.log.setFont(theme.mono())
+
+        top = QHBoxLayout()
+        top.addWidget(self.progress, 1)
+        top.addWidget(self.eta)
+        top.addWidget(self.stop_button)
+        grid = QGridLayout()
+        grid.addWidget(self.pos_plot, 0, 0)
+        grid.addWidget(self.acc_plot, 0, 1)
+        grid.addWidget(self.tps_plot, 1, 0)
+        grid.addWidget(self.lat_plot, 1, 1)
+        grid.addWidget(self.power_plot, 2, 0)
+        grid.addWidget(self.util_plot, 2, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addLayout(top)
+        layout.addLayout(grid, 4)
+        layout.addWidget(QLabel("Server log"))
+        layout.addWidget(self.log, 1)
+
+        self.poll_timer = QTimer(self, interval=250)
+        self.poll_timer.timeout.connect(self.poll)
+        self.draw_timer = QTimer(self, interval=66)  # ~15 Hz
+        self.draw_timer.timeout.connect(self.redraw)
+        self.draw_timer.start()
+
+    # --- what is shown ----------------------------------------------------------------------
+    def show_run(self, db_path: Path, run_id: int) -> None:
+        if self.feed:
+            self.feed.close()
+        self.db_path = db_path
+        self.feed = RunFeed(db_path, run_id)
+        self.samples.clear()
+        self.requests.clear()
+        self.positions = []
+        self.telemetry = []
+        for (kind, _), curve in self.telemetry_curves.items():
+            (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
+        self.telemetry_curves = {}
+        for plot in (self.power_plot, self.util_plot):
+            plot.getPlotItem().legend.clear()
+        self.log.clear()
+        self._draw_siblings()
+        self.poll()
+        self.poll_timer.start()
+
+    def _draw_siblings(self) -> None:
+        for item in self.faint_items:
+            self.pos_plot.removeItem(item)
+        self.faint_items = []
+        for i, row in enumerate(self.feed.siblings() if self.feed else []):
+            values = json.loads(row["per_position"])
+            item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
+                                   brush=theme.faint(i), pen=pg.mkPen(None))
+            item.setZValue(-1)
+            self.pos_plot.addItem(item)
+            self.faint_items.append(item)
+
+    def poll(self) -> None:
+        if not self.feed:
+            return
+        new = self.feed.poll()
+        if new["samples"]:
+            self.samples.extend(np.array(new["samples"], dtype=float))
+        if new["positions"]:
+            last_t = new["positions"][-1][0]
+            self.positions = [a or 0.0 for t, _, a in new["positions"] if t == last_t]
+        if new["requests"]:
+            rows = np.array(new["requests"], dtype=float)
+            rows[:, 0] += 1
+            self.requests.extend(rows)
+        if new.get("telemetry"):
+            self.telemetry.extend(new["telemetry"])
+        if new["logs"]:
+            self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
+        row = self.feed.run_row()
+        if row:
+            n = "" if row["n"] is None else f" N={row['n']}"
+            figures = ""
+            if row["status"] == "completed":
+                mal = f", MAL {row['mal']:.2f}" if row["mal"] else ""
+                figures = f" — {row['output_tok_s']:.1f} tok/s{mal}"
+            elif row["status"] == "failed":
+                figures = f" — {row['error']}"
+            self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
+                               f"concurrency {row['concurrency']} · <i>{row['status']}</i>{figures}")
+            if row["status"] in ("completed", "failed", "cancelled") and not any(new.values()):
+                self.poll_timer.stop()
+        if any(new.values()):
+            self.dirty = True
+
+    def redraw(self) -> None:
+        if not self.dirty:
+            return
+        self.dirty = False
+        t = self.samples.column(0)
+        self.mal_curve.setData(t, self.samples.column(1), connect="finite")
+        self.rate_curve.setData(t, self.samples.column(2), connect="finite")
+        self.tps_curve.setData(t, self.samples.column(3), connect="finite")
+        self.bars.setOpts(x=np.arange(1, len(self.positions) + 1), height=self.positions)
+        self.ttft_scatter.setData(self.requests.column(0), self.requests.column(1))
+        self.itl_scatter.setData(self.requests.column(0), self.requests.column(2))
+        self._draw_telemetry()
+
+    def _draw_telemetry(self) -> None:
+        if not self.telemetry:
+            return
+        t0 = self.telemetry[0][0]
+        for i, (name, s) in enumerate(telemetry.series(self.telemetry).items()):
+            t = np.asarray(s["t"]) - t0
+            for kind, plot, values in (("power", self.power_plot, s["power"]), ("util", self.util_plot, s["util"])):
+                if np.all(np.isnan(values)):
+                    continue
+                curve = self.telemetry_curves.get((kind, name))
+                if curve is None:
+                    dashed = name == "all GPUs"
+                    curve = plot.plot(name=name, pen=pg.mkPen(theme.color(i), width=2,
+                                                              style=Qt.DashLine if dashed else Qt.SolidLine))
+                    self.telemetry_curves[(kind, name)] = curve
+                curve.setData(t, np.asarray(values, float), connect="finite")
+
+    # --- the sweep ------------------------------------------------------------------------------
+    def on_event(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "sweep_started":
+            self.sweep_total = event["runs"]
+            self.sweep_done = event["runs"] - event["pending"]
+            self.sweep_started = time.time()
+            self._done_at_start = self.sweep_done
+            self.progress.setRange(0, self.sweep_total)
+            self.progress.setValue(self.sweep_done)
+            self.stop_button.setEnabled(True)
+        elif kind == "server_starting":
+            if self.db_path is not None and event.get("run"):
+                self.show_run(self.db_path, event["run"])
+            self.eta.setText("starting vLLM…")
+        elif kind == "run_started" and self.db_path is not None:
+            self.show_run(self.db_path, event["run"])
+            self.eta.setText(f"run {event['index']} of {event['total']}")
+            self._update_eta()
+        elif kind in ("run_finished", "run_failed"):
+            self.sweep_done += 1
+            self.progress.setValue(self.sweep_done)
+            self._update_eta()
+        elif kind == "sweep_finished":
+            self.stop_button.setEnabled(False)
+            self.eta.setText("cancelled" if event.get("cancelled") else "sweep finished")
+
+    def _update_eta(self) -> None:
+        done_here = self.sweep_done - getattr(self, "_done_at_start", 0)
+        if not self.sweep_started or done_here <= 0:
+            return
+        per_run = (time.time() - self.sweep_started) / done_here
+        left = per_run * (self.sweep_total - self.sweep_done)
+        self.eta.setText(f"run {min(self.sweep_done + 1, self.sweep_total)} of {self.sweep_total} · "
+                         f"ETA {int(left // 60)} min {int(left % 60):02d} s")
+
+    def follow(self, db_path: Path) -> None:
+        self.db_path = db_path

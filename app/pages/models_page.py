@@ -1,0 +1,316 @@
+"""The Models page: search the Hub, see sizes, download with progress and cancel, manage the local
+Hugging Face cache, and start an experiment from a published draft/target pair."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QThread, QUrl, Qt, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QMessageBox, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
+
+from app.models.runs_model import RowsModel
+from workbench.plan import catalog
+from workbench.checkpoints import hub
+
+PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
+
+
+class TableModel(RowsModel):
+    """Dict rows shown through (key, header, formatter) columns."""
+
+    def __init__(self, columns: list[tuple[str, str, object]], parent=None):
+        super().__init__(parent)
+        self.columns = columns
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        key, _, fmt = self.columns[index.column()]
+        value = self._rows[index.row()].get(key)
+        if role == Qt.DisplayRole:
+            return "" if value is None else (fmt(value) if fmt else str(value))
+        if role == Qt.ToolTipRole:
+            return self._rows[index.row()].get("tooltip")
+        return None
+
+    def update_row(self, i: int, row: dict) -> None:
+        """Change one row in place, keeping the view's selection."""
+        self._rows[i] = row
+        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole and 0 <= section < len(self.columns):
+            return self.columns[section][1]
+        return None
+
+
+class Job(QThread):
+    """Blocking Hub work off the GUI thread; results come back as signals."""
+    progress = Signal(int, int, str)
+    succeeded = Signal(object)
+    failed = Signal(object)
+
+    def __init__(self, work, parent=None):
+        super().__init__(parent)
+        self.work = work
+
+    def run(self) -> None:
+        try:
+            self.succeeded.emit(self.work(self))
+        except hub.HubError as exc:
+            self.failed.emit(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a message, never a crash
+            self.failed.emit(hub.explain(exc, ""))
+
+
+def _table(model: TableModel) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    view.verticalHeader().hide()
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    view.horizontalHeader().setStretchLastSection(True)
+    return view
+
+
+def _yes(v) -> str:
+    return "yes" if v else "no"
+
+
+class ModelsPage(QWidget):
+    new_experiment = Signal(dict)  # a plan document made from a catalog pair
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.jobs: set[Job] = set()
+        self.download: hub.Download | None = None
+        self.gated_url: str | None = None
+
+        self.token = QLabel()
+        self.search_box = QLineEdit(placeholderText="Search the Hub, e.g. eagle3, DFlash, Qwen3-8B")
+        self.search_button = QPushButton("Search")
+        self.results = TableModel([("repo", "Model", None), ("downloads", "Downloads", "{:,}".format),
+                                   ("likes", "Likes", None), ("gated", "Gated", _yes), ("size", "Size", hub.human)])
+        self.results_view = _table(self.results)
+        self.size_button = QPushButton("Size")
+        self.download_button = QPushButton("Download")
+        self.cancel_button = QPushButton("Cancel", enabled=False)
+        self.bar = QProgressBar(minimum=0, maximum=PROGRESS_STEPS, value=0)
+        self.status = QLabel(wordWrap=True)
+        self.gated = QLabel(wordWrap=True, visible=False)
+        self.gated_button = QPushButton("Open the model page", visible=False)
+
+        self.cache = TableModel([("repo", "Model", None), ("size", "Size", hub.human), ("files", "Files", None),
+                                 ("refs", "Refs", None), ("partial", "Partial download", hub.human)])
+        self.cache_view = _table(self.cache)
+        self.refresh_button = QPushButton("Refresh")
+        self.delete_button = QPushButton("Delete from cache")
+
+        self.pairs = catalog.load()
+        self.catalog = TableModel([("name", "Pair", None), ("method", "Method", None), ("draft", "Draft", None),
+                                   ("target", "Target", None), ("n", "N", None), ("gated", "Gated", _yes)])
+        self.catalog.set_rows([{"name": p.name, "method": p.method, "draft": p.draft, "target": p.target,
+                                "n": ", ".join(map(str, p.n)), "gated": p.gated, "tooltip": p.source}
+                               for p in self.pairs])
+        self.catalog_view = _table(self.catalog)
+        self.new_button = QPushButton("New experiment from this pair")
+        self._layout()
+
+        self.search_button.clicked.connect(self.search)
+        self.search_box.returnPressed.connect(self.search)
+        self.size_button.clicked.connect(self.fetch_size)
+        self.download_button.clicked.connect(self.start_download)
+        self.cancel_button.clicked.connect(self.cancel_download)
+        self.gated_button.clicked.connect(self.open_gated_page)
+        self.refresh_button.clicked.connect(self.refresh_cache)
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.new_button.clicked.connect(self.new_from_pair)
+        self.update_token()
+        self.refresh_cache()
+
+    def _layout(self) -> None:
+        hub_box = QGroupBox("Hugging Face Hub")
+        v = QVBoxLayout(hub_box)
+        row = QHBoxLayout()
+        row.addWidget(self.search_box, 1)
+        row.addWidget(self.search_button)
+        v.addLayout(row)
+        v.addWidget(self.results_view, 1)
+        row = QHBoxLayout()
+        for w in (self.size_button, self.download_button, self.cancel_button):
+            row.addWidget(w)
+        row.addWidget(self.bar, 1)
+        v.addLayout(row)
+        v.addWidget(self.status)
+        row = QHBoxLayout()
+        row.addWidget(self.gated, 1)
+        row.addWidget(self.gated_button)
+        v.addLayout(row)
+
+        cache_box = QGroupBox("Local cache (shared with vLLM)")
+        v = QVBoxLayout(cache_box)
+        v.addWidget(self.cache_view, 1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.refresh_button)
+        row.addWidget(self.delete_button)
+        v.addLayout(row)
+
+        catalog_box = QGroupBox("Published draft/target pairs")
+        v = QVBoxLayout(catalog_box)
+        v.addWidget(self.catalog_view, 1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.new_button)
+        v.addLayout(row)
+
+        split = QSplitter(Qt.Vertical)
+        for box in (hub_box, cache_box, catalog_box):
+            split.addWidget(box)
+        outer = QVBoxLayout(self)
+        outer.addWidget(self.token)
+        outer.addWidget(split, 1)
+
+    # --- helpers --------------------------------------------------------------------------------------------
+    def _start(self, work, on_ok, on_progress=None) -> Job:
+        job = Job(work, self)
+        job.succeeded.connect(on_ok)
+        job.failed.connect(self._failed)
+        if on_progress:
+            job.progress.connect(on_progress)
+        job.finished.connect(lambda: self.jobs.discard(job))
+        self.jobs.add(job)
+        job.start()
+        return job
+
+    def _selected(self, view: QTableView, model: TableModel) -> dict | None:
+        rows = view.selectionModel().selectedRows()
+        return model.row(rows[0].row()) if rows else None
+
+    def _failed(self, exc: hub.HubError) -> None:
+        self._set_busy(False)
+        self.status.setText(str(exc))
+        if isinstance(exc, hub.GatedError):
+            self.gated_url = exc.url
+            self.gated.setText(f"{exc.repo} is gated: its owner asks you to accept a licence on its model page "
+                               "before downloading. Accept it there while logged in, then set HF_TOKEN (or run "
+                               "`hf auth login`) and download again.")
+        self.gated.setVisible(isinstance(exc, hub.GatedError))
+        self.gated_button.setVisible(isinstance(exc, hub.GatedError))
+
+    def _set_busy(self, downloading: bool) -> None:
+        self.download_button.setEnabled(not downloading)
+        self.cancel_button.setEnabled(downloading)
+
+    def update_token(self) -> None:
+        # Whether a token exists, never the token.
+        token = "present" if hub.token_present() else "not set (gated models need HF_TOKEN or `hf auth login`)"
+        offline = " · offline mode (HF_HUB_OFFLINE)" if hub.offline() else ""
+        self.token.setText(f"Hugging Face token: {token} · cache: {hub.cache_dir()}{offline}")
+
+    # --- actions -------------------------------------------------------------------------------------------
+    def search(self) -> None:
+        query = self.search_box.text()
+        self.status.setText(f"Searching for “{query}”…")
+        self._start(lambda job: hub.search(query), self._show_results)
+
+    def _show_results(self, hits: list) -> None:
+        self.results.set_rows([{"repo": h.repo, "downloads": h.downloads or 0, "likes": h.likes or 0,
+                                "gated": h.gated, "size": None} for h in hits])
+        self.status.setText(f"{len(hits)} models")
+
+    def _selected_repo(self) -> str | None:
+        row = self._selected(self.results_view, self.results)
+        if row is None:
+            self.status.setText("Select a model in the results first")
+        return row["repo"] if row else None
+
+    def fetch_size(self) -> None:
+        repo = self._selected_repo()
+        if repo:
+            self.status.setText(f"Asking the Hub for the size of {repo}…")
+            self._start(lambda job: hub.remote(repo), self._show_size)
+
+    def _show_size(self, info: hub.RemoteRepo) -> None:
+        for i in range(self.results.rowCount()):
+            if self.results.row(i)["repo"] == info.repo:
+                self.results.update_row(i, dict(self.results.row(i), size=info.size))
+        self.status.setText(f"{info.repo}: {hub.human(info.size)} in {len(info.files)} files")
+
+    def start_download(self, repo: str | bool | None = None) -> None:
+        repo = repo if isinstance(repo, str) else self._selected_repo()  # clicked() passes a bool
+        if not repo or self.download is not None:
+            return
+        self.gated.hide()
+        self.gated_button.hide()
+        self.bar.setValue(0)
+        self._set_busy(True)
+        self.status.setText(f"Downloading {repo}…")
+        download = self.download = hub.Download(repo)
+
+        def work(job: Job):
+            download.progress = lambda done, total, name: job.progress.emit(
+                int(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS, 0, name)
+            return download.run()
+
+        job = self._start(work, self._downloaded, self._progress)
+        job.finished.connect(self._download_ended)
+
+    def _download_ended(self) -> None:
+        self.download = None
+        self._set_busy(False)
+        self.refresh_cache()
+
+    def _progress(self, value: int, _unused: int, name: str) -> None:
+        self.bar.setValue(value)
+        self.bar.setFormat(f"%p% · {name}")
+
+    def _downloaded(self, folder) -> None:
+        self._set_busy(False)
+        self.bar.setValue(PROGRESS_STEPS)
+        self.status.setText(f"Downloaded into {folder}")
+
+    def cancel_download(self) -> None:
+        if self.download is not None:
+            self.download.cancel()
+            self.status.setText("Cancelling… what was fetched stays in the cache and resumes next time")
+
+    def open_gated_page(self) -> None:
+        if self.gated_url:
+            QDesktopServices.openUrl(QUrl(self.gated_url))
+
+    def refresh_cache(self) -> None:
+        self.update_token()
+        rows = [{"repo": r.repo, "size": r.size, "files": r.files, "refs": ", ".join(r.refs),
+                 "partial": r.partial or None, "tooltip": str(r.path)} for r in hub.cached()]
+        self.cache.set_rows(rows)
+
+    def ask_delete(self, repo: str, size: int) -> bool:
+        """Separate so tests can answer."""
+        return QMessageBox.question(self, "Delete from cache",
+                                    f"Delete {repo} ({hub.human(size)}) from the Hugging Face cache?") == QMessageBox.Yes
+
+    def delete_selected(self) -> None:
+        row = self._selected(self.cache_view, self.cache)
+        if row is None or not self.ask_delete(row["repo"], row["size"] + (row["partial"] or 0)):
+            return
+        try:
+            freed = hub.delete(row["repo"])
+            self.status.setText(f"Deleted {row['repo']} ({hub.human(freed)} freed)")
+        except hub.HubError as exc:
+            self.status.setText(str(exc))
+        self.refresh_cache()
+
+    def new_from_pair(self) -> None:
+        row = self._selected(self.catalog_view, self.catalog)
+        if row is None:
+            self.status.setText("Select a pair in the catalog first")
+            return
+        self.new_experiment.emit(catalog.plan_document(catalog.get(row["name"], self.pairs)))
+
+    def shutdown(self) -> None:
+        """Stop any download and wait for the workers, so none outlives the page."""
+        self.cancel_download()
+        for job in list(self.jobs):
+            job.wait(30000)

