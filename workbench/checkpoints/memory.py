@@ -132,10 +132,10 @@ def _utilization(extra_args: tuple[str, ...]) -> float | None:
     return None
 
 
-def for_plan(p, vllm) -> list[tuple[str, str]]:
-    """(server label, warning) for every server whose checkpoints are on disk, with the
-    environment each server will really be started with."""
-    from workbench import launch
+def for_plan(p, vllm, env_of) -> list[tuple[str, str]]:
+    """(server label, warning) for every server whose checkpoints are on disk. `env_of(server)`
+    is the environment the server will really be started with (the launch layer builds it; the
+    CPU build's KV-cache reservation is read from it)."""
     from workbench.checkpoints import compat
 
     out = []
@@ -150,7 +150,7 @@ def for_plan(p, vllm) -> list[tuple[str, str]]:
         if server.profile.kind == "attach":
             continue  # already running: its memory is its own business
         concurrency = max(r.concurrency for r in runs)
-        env = launch.prepare(server, vllm, 0).env
+        env = env_of(server)
         profile = server.profile
         est = estimate(target, draft, server.max_model_len, concurrency, server.dtype, vllm.build, env,
                        tp=profile.tensor_parallel_size, gpu=profile.gpus[0] if profile.gpus else 0,

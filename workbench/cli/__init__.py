@@ -557,6 +557,7 @@ def _stop_remote(host, launched) -> None:
 def _preflight(p, vllm) -> None:
     """Draft/target compatibility and memory before any server starts: an incompatible pair stops
     the run; warnings are shown and the run goes on."""
+    from workbench import launch
     from workbench.checkpoints import compat, memory
 
     shown: set[str] = set()
@@ -567,7 +568,7 @@ def _preflight(p, vllm) -> None:
             shown.add(verdict.message)
             print(f"draftbench: warning: {label}: {verdict.message}", file=sys.stderr)
     if vllm.build in ("cpu", "cuda", "rocm"):
-        for label, warning in memory.for_plan(p, vllm):
+        for label, warning in memory.for_plan(p, vllm, lambda server: launch.prepare(server, vllm, 0).env):
             if warning not in shown:
                 shown.add(warning)
                 print(f"draftbench: warning: {label}: {warning}", file=sys.stderr)

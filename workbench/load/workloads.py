@@ -158,16 +158,12 @@ def resolve(name: str, base: Path | None) -> str:
 
 
 def check(name: str, base: Path | None = None) -> None:
-    """Validate a workload name, converting its error to a plan error."""
+    """Validate a workload name (WorkloadError says what is wrong)."""
     from workbench.load import datasets
-    from workbench.plan import PlanError
 
     if name in datasets.DATASETS or name == RANDOM:
         return  # benchmarks are fetched from the Hub (or its cache) when the run starts
-    try:
-        load(name, base)
-    except WorkloadError as exc:
-        raise PlanError(f"workload: {exc}") from None
+    load(name, base)
 
 
 def sample(prompts: list[Prompt], count: int, seed: int = 0) -> list[Prompt]:

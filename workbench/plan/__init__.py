@@ -265,7 +265,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError("[workload] must be a table")
     names = _list(w.get("names", ["builtin"]), "workload.names", str)
     for name in names:
-        workloads.check(name, base)
+        try:
+            workloads.check(name, base)
+        except workloads.WorkloadError as exc:
+            raise PlanError(f"workload: {exc}") from None
     names = [workloads.resolve(name, base) for name in names]
     ignore_eos = w.get("ignore_eos", False)
     if not isinstance(ignore_eos, bool):
