@@ -12,14 +12,15 @@ def _gui(db: str | None, smoke_test: bool = False) -> int:
     return gui_main(db, smoke_test)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("export", "report"):
-        # Charts are drawn by pyqtgraph (offscreen when there is no display), so these live here.
-        from app.exports import main as export_main
+def _draw(argv: list[str]) -> int:
+    # Charts are drawn with pyqtgraph (offscreen when there is no display): imported only for them.
+    from app.exports import main as export_main
 
-        return export_main(argv)
-    return cli.main(argv, gui=_gui)
+    return export_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(sys.argv[1:] if argv is None else argv, gui=_gui, draw=_draw)
 
 
 if __name__ == "__main__":

@@ -1,37 +1,36 @@
 """`draftbench export` and `draftbench report`: the Compare charts, their data and an HTML report,
-written without a display (Qt's offscreen platform)."""
+written without a display (Qt's offscreen platform). The CLI runs this module as a child process
+(`python -m app.exports VERB ...`); the verbs' options are defined in workbench.cli.export."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
-from workbench import cli, paths, report, store
+from workbench import cli, report, store
 from workbench.analysis import compare, recommend
+from workbench.cli.export import CHART_NAMES, add_arguments
 
-CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
-               "by_prompt_length", "energy", "gpus")
 DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
            "mal": "efficiency", "prediction": "prediction", "concurrency": "concurrency",
            "by_category": "by_category", "by_prompt_length": "by_prompt_length", "energy": "energy", "gpus": "gpus"}
 
 
-def all_data(rows: list[dict], db_path: str | Path | None) -> tuple[list, dict]:
+def all_data(rows: list[dict], db_path: str | Path | None, include_partial: bool = False) -> tuple[list, dict]:
     """Configurations and every chart's data, per-request attribution included when the database is known."""
-    cs = compare.configs(rows)
+    cs = compare.configs(rows, include_partial)
     data = compare.chart_data(cs)
     data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": []})
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:
-            done = [r["id"] for r in rows if r["status"] == "completed"]
+            counted = compare.WITH_PARTIAL if include_partial else compare.COUNTED
+            done = [r["id"] for r in rows if r["status"] in counted]
             data.update(compare.request_data(db, done))
             data.update(compare.gpu_data(db, done))
         finally:
-            db.conn.close()
+            store.close(db)
     return cs, data
 
 
@@ -56,15 +55,15 @@ def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int
                      and r["id"] not in set(run_ids)]
             return rows
         if experiment is None:
-            experiment = db.execute("SELECT max(id) FROM experiments").fetchone()[0]
+            experiment = store.latest_experiment(db)
             if experiment is None:
                 raise ExportError("the database holds no experiments yet")
-        rows = store.runs(db, "experiment_id = ?", [experiment])
+        rows = store.runs_of_experiment(db, experiment)
         if not rows:
             raise ExportError(f"no experiment {experiment} in the database")
         return rows
     finally:
-        db.conn.close()
+        store.close(db)
 
 
 def _app():
@@ -128,28 +127,10 @@ def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path |
     return path
 
 
-def _ids(text: str) -> list[int]:
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError("runs are comma-separated run ids, e.g. 3,4,7") from None
-
-
 def main(argv: list[str]) -> int:
+    """`argv` is the verb (export or report) and its options."""
     parser = cli.Parser(prog=f"draftbench {argv[0]}")
-    parser.add_argument("--db", default=str(paths.default_db()))
-    parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
-    parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
-    if argv[0] == "export":
-        parser.add_argument("--out", default="draftbench-export", help="folder to write into")
-        parser.add_argument("--format", default="png,svg,pdf,csv,json", help="any of png,svg,pdf,csv,json")
-        parser.add_argument("--chart", default="all", help=f"all, or any of {','.join(CHART_NAMES)}")
-        parser.add_argument("--width", type=int, default=1200)
-        parser.add_argument("--height", type=int, default=800)
-        parser.add_argument("--dpi", type=int, default=150)
-    else:
-        parser.add_argument("--out", default="draftbench-report.html", help="the HTML file to write")
-        parser.add_argument("--title", default=None)
+    add_arguments(parser, argv[0])
     args = parser.parse_args(argv[1:])
     try:
         rows = select(args.db, args.experiment, args.runs)
@@ -171,7 +152,13 @@ def main(argv: list[str]) -> int:
     except (ExportError, OSError, ValueError) as exc:
         print(f"draftbench: {exc}", file=sys.stderr)
         return 2
-    except sqlite3.DatabaseError as exc:
-        print(f"draftbench: the results database cannot be used: {cli.store_message(exc)}", file=sys.stderr)
+    except store.DatabaseError as exc:
+        print(f"draftbench: the results database cannot be used: {store.explain(exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] not in (["export"], ["report"]):
+        sys.exit("usage: python -m app.exports export|report [options]")
+    sys.exit(main(sys.argv[1:]))

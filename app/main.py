@@ -7,9 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QIcon, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import (QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox,
+                               QTabWidget)
 
 from app.widgets import theme
 from app.pages.compare_page import ComparePage
@@ -17,9 +18,10 @@ from app.pages.experiment import ExperimentPage
 from app.pages.history import HistoryPage
 from app.pages.live import LivePage
 from app.pages.models_page import ModelsPage
+from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
-from workbench import __version__, paths, plan, store
+from workbench import __version__, events, paths, plan, store
 from workbench.host import engine
 
 DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
@@ -30,7 +32,17 @@ def settings() -> QSettings:
     return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.IniFormat)
 
 
+def _probe(vllm: engine.VllmInstall | None) -> tuple[engine.VllmInstall, set[str]]:
+    install = vllm or engine.probe()
+    return install, engine.optional_modules(install)
+
+
 class MainWindow(QMainWindow):
+    """`engine_probed` once the vLLM environment has answered (it is asked off the GUI thread:
+    the window opens at once and the Run button waits for the answer)."""
+
+    engine_probed = Signal(object)
+
     def __init__(self, db_path: Path | None = None, vllm: engine.VllmInstall | None = None):
         super().__init__()
         self.settings = settings()
@@ -39,11 +51,14 @@ class MainWindow(QMainWindow):
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        self.vllm = vllm or engine.probe()
+        # Not found until the probe answers, so nothing can start against an unknown vLLM.
+        self.vllm = engine.VllmInstall(engine.default_python(), "?", None, None, None, None, None)
+        self.probing = True
+        self._checking_remote = False
         self.sweep: Sweep | None = None
         self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
 
-        self.experiment = ExperimentPage(self.vllm, engine.optional_modules(self.vllm))
+        self.experiment = ExperimentPage(self.vllm, set())
         self.live = LivePage()
         self.history = HistoryPage()
         self.compare = ComparePage()
@@ -77,7 +92,22 @@ class MainWindow(QMainWindow):
         self.set_database(self.db_path)
         self.history_timer = QTimer(self, interval=2000)
         self.history_timer.timeout.connect(self.refresh_history)
+        self.engine_label = QLabel("checking vLLM…")
+        self.statusBar().addPermanentWidget(self.engine_label)
+        if vllm is not None and vllm.modules is not None:
+            self._probed((vllm, engine.optional_modules(vllm)))  # already probed: nothing left to ask
+        else:
+            worker.run(lambda: _probe(vllm), self, self._probed)
         QTimer.singleShot(0, self.reattach)
+
+    def _probed(self, found: tuple[engine.VllmInstall, set[str]]) -> None:
+        self.vllm, modules = found
+        self.probing = False
+        self.experiment.vllm, self.experiment.modules = self.vllm, modules
+        self.experiment.validate()
+        self.engine_label.setText(f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found
+                                  else f"vLLM not found in {self.vllm.python}")
+        self.engine_probed.emit(self.vllm)
 
     # --- menus and shortcuts ---------------------------------------------------------------------
     def _action(self, menu, text: str, shortcut, slot, tip: str = "") -> QAction:
@@ -120,7 +150,8 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(not self.recent_menu.isEmpty())
 
     def about(self) -> None:
-        vllm = f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found else "vLLM not found"
+        vllm = ("checking vLLM…" if self.probing else
+                f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found else "vLLM not found")
         QMessageBox.about(self, "Draftbench", f"Draftbench {__version__}\nSpeculative-decoding workbench\n{vllm}")
 
     # --- files ---------------------------------------------------------------------------------------
@@ -161,7 +192,7 @@ class MainWindow(QMainWindow):
                 try:
                     store.check_integrity(db, path)
                 finally:
-                    db.conn.close()
+                    store.close(db)
             except store.StoreError as exc:
                 QMessageBox.warning(self, "Open results database", str(exc))
                 return
@@ -211,27 +242,39 @@ class MainWindow(QMainWindow):
     # --- the sweep ---------------------------------------------------------------------------------------
     def run_remote(self) -> None:
         """Asks which host (a saved one, or [user@]host[:port] with ~/.ssh/config's settings),
-        checks it, then runs the plan there."""
+        checks it (off the GUI thread: SSH may take a while to answer, or to give up), then runs
+        the plan there."""
         from workbench import remote
 
+        if self._checking_remote:
+            return
         saved = sorted(p.stem for p in remote.remotes_dir().glob("*.toml")) if remote.remotes_dir().is_dir() else []
         spec, ok = QInputDialog.getItem(self, "Run on remote host",
                                         "Host (saved with `draftbench remote save`, or [user@]host[:port]):",
                                         saved, 0, True)
         if not ok or not spec.strip():
             return
-        try:
-            info = remote.check(remote.RemoteHost.parse(spec.strip()), timeout=60)
-        except remote.RemoteError as exc:
-            QMessageBox.warning(self, "Run on remote host", str(exc))
-            return
+        spec = spec.strip()
+        self._checking_remote = True
+        self.statusBar().showMessage(f"Checking {spec}…")
+        worker.run(lambda: remote.check(remote.RemoteHost.parse(spec), timeout=60), self,
+                   lambda info: self._remote_checked(spec, info), self._remote_failed)
+
+    def _remote_checked(self, spec: str, info: dict) -> None:
+        self._checking_remote = False
         gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
         self.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}", 10000)
-        self._remote = spec.strip()
+        self._remote = spec
         try:
             self.experiment.request_run()
         finally:
             self._remote = None
+
+    def _remote_failed(self, exc: BaseException) -> None:
+        # A RemoteError says what went wrong in one line; anything else is named by its type.
+        self._checking_remote = False
+        self.statusBar().clearMessage()
+        QMessageBox.warning(self, "Run on remote host", str(exc) or type(exc).__name__)
 
     def start_sweep(self, p: plan.Plan, text: str) -> None:
         if self.sweep is not None:
@@ -258,18 +301,21 @@ class MainWindow(QMainWindow):
         self.history_timer.start()
         sweep.poll()
 
-    def _on_event(self, event: dict) -> None:
-        if event.get("event") in ("run_finished", "run_failed", "sweep_started"):
+    def _on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.RunFinished, events.RunFailed, events.SweepStarted)):
             self.refresh_history()
+        elif isinstance(event, events.Recommendation):
+            self.statusBar().showMessage(f"Adaptive sweep: {event.message}", 60000)
 
     def _sweep_ended(self) -> None:
         sweep, self.sweep = self.sweep, None
         self.experiment.set_running(False)
         self.history_timer.stop()
         self.refresh_history()
-        tail = sweep.stderr_tail() if sweep else ""
-        if tail and "draftbench:" in tail:
-            QMessageBox.warning(self, "Sweep", tail.splitlines()[-1])
+        # The runner's last word, when it is an error (warnings and progress lines come before it).
+        last = (sweep.stderr_tail(1) if sweep else "").strip()
+        if last.startswith("draftbench:") and not last.startswith("draftbench: warning:"):
+            QMessageBox.warning(self, "Sweep", last)
 
     def stop_sweep(self) -> None:
         if self.sweep is not None:
@@ -285,9 +331,9 @@ class MainWindow(QMainWindow):
         except store.StoreError:
             return
         try:
-            active = store.active_sweeps(db) if "sweeps" in db.table_names() else []
+            active = store.active_sweeps(db)
         finally:
-            db.conn.close()
+            store.close(db)
         if active and active[0]["events_path"] and Path(active[0]["events_path"]).exists():
             self._follow(Sweep(active[0]["pid"], Path(active[0]["events_path"]), parent=self))
             self.tabs.setCurrentWidget(self.live)
@@ -342,4 +388,7 @@ def main(db: str | None = None, smoke_test: bool = False) -> int:
             app.quit()
 
         QTimer.singleShot(500, report)
-    return app.exec()
+    code = app.exec()
+    # A probe or host check still running is let finish (briefly), not torn down mid-call.
+    worker.wait(10000)
+    return code

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workbench import plan, store
 from workbench.analysis import compare, recommend
-from workbench.host import engine# noqa: E402
+from workbench.host import engine  # noqa: E402
 from workbench.sweep.adaptive import AdaptiveRunner  # noqa: E402
 from workbench.sweep.runner import Runner  # noqa: E402
 
@@ -52,7 +52,7 @@ health_timeout_s = 600
 def sweep(mode: str, args, folder: Path, vllm) -> tuple[dict[int, compare.Config], list[compare.Config], int, float]:
     text = PLAN.format(mode=mode, ns=list(args.n), prompts=args.prompts, max_tokens=args.max_tokens,
                        concurrency=args.concurrency, repeats=args.repeats)
-    events: list[dict] = []
+    events: list = []
     path = folder / f"{mode}.sqlite"
     t0 = time.monotonic()
     cls = AdaptiveRunner if mode == "adaptive" else Runner
@@ -60,9 +60,9 @@ def sweep(mode: str, args, folder: Path, vllm) -> tuple[dict[int, compare.Config
     seconds = time.monotonic() - t0
     cs = compare.configs(store.runs(store.open_db(path, readonly=True)))
     for e in events:
-        if e["event"] == "recommendation":
-            print(f"  {e['message']}")
-    launches = sum(e["event"] == "server_starting" for e in events)
+        if e.KIND == "recommendation":
+            print(f"  {e.message}")
+    launches = sum(e.KIND == "server_starting" for e in events)
     return {c.n: c for c in cs if c.method != "baseline"}, cs, launches, seconds
 
 

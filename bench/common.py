@@ -12,7 +12,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from workbench import launch, plan
 from workbench.checkpoints import demo
-from workbench.host import engine# noqa: E402
+from workbench.host import engine  # noqa: E402
 
 
 def table(title: str, header: list[str], rows: list[list]) -> str:

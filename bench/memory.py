@@ -18,7 +18,7 @@ import httpx  # noqa: E402
 
 from workbench import launch, plan
 from workbench.checkpoints import compat, demo, memory
-from workbench.host import engine# noqa: E402
+from workbench.host import engine  # noqa: E402
 
 
 def server(target: str, draft: str | None) -> plan.Server:

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.analysis import recommend# noqa: E402
+from workbench.analysis import recommend  # noqa: E402
 
 CSV = ROOT / "tests" / "fixtures" / "reference_study_mtp.csv"
 

@@ -22,7 +22,7 @@ os.environ.setdefault("DRAFTBENCH_CONFIG_DIR", tempfile.mkdtemp(prefix="draftben
 import psutil  # noqa: E402
 
 from common import table  # noqa: E402
-from workbench.host import engine# noqa: E402
+from workbench.host import engine  # noqa: E402
 
 SMALL = {"methods": [{"method": "ngram", "n": [2], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}],
          "workload": {"names": ["builtin"], "concurrency": [2], "num_prompts": 8, "max_tokens": 64, "warmup": 1,

@@ -1,8 +1,8 @@
 """Store: how fast the runner's write path ingests samples, and how long the app takes to open
 History and the Compare page over 500 stored runs.
 
-Ingest goes through the same calls as the runner's scrape (one transaction per scrape: a sample,
-N per-position rows, the requests finished since the last scrape, the heartbeat), on a real file
+Ingest goes through the runner's own call for a scrape (store.Recorder.sample, one transaction: a
+sample, N per-position rows, the requests finished since the last scrape, the heartbeat), on a real file
 with the runner's settings (WAL, synchronous=NORMAL).
 
     python bench/store_bench.py [--scrapes 5000] [--runs 500]
@@ -29,6 +29,7 @@ def ingest(path: Path, scrapes: int) -> list[list[str]]:
     run_id = db["runs"].insert({"experiment_id": exp, "key": "k", "seq": 0, "method": "ngram", "n": N_POS,
                                 "workload": "builtin", "concurrency": 4, "status": "running"}).last_pk
     sweep = db["sweeps"].insert({"experiment_id": exp, "pid": 1, "status": "running"}).last_pk
+    record = store.Recorder(db)
     t0 = time.perf_counter()
     for i in range(scrapes):
         sample = {"run_id": run_id, "t": i * 0.5, "drafts": i, "draft_tokens": 4 * i, "accepted": 2 * i,
@@ -38,11 +39,7 @@ def ingest(path: Path, scrapes: int) -> list[list[str]]:
                       "acceptance": 0.7 - 0.1 * p} for p in range(N_POS)]
         requests = [{"run_id": run_id, "idx": i, "prompt_id": f"p{i}", "prompt_tokens": 80, "output_tokens": 64,
                      "ttft_ms": 120.0, "itl_mean_ms": 30.0, "itl_max_ms": 60.0, "latency_ms": 2000.0, "ok": 1}]
-        with db.conn:
-            db["sweeps"].update(sweep, {"heartbeat": time.time()})
-            db["samples"].insert(sample)
-            db["positions"].insert_all(positions)
-            db["requests"].insert_all(requests)
+        record.sample(sweep, sample, positions, requests)
     seconds = time.perf_counter() - t0
     db.conn.close()
     rows_per = 1 + N_POS + 1 + 1

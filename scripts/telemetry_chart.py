@@ -11,7 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.widgets import charts, theme# noqa: E402
+from app.widgets import charts, theme  # noqa: E402
 from app.pages.live import LivePage  # noqa: E402
 
 

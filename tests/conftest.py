@@ -1,8 +1,13 @@
-"""Shared fixtures: the demo model, the vLLM install, and one real vLLM CPU server per configuration."""
+"""Shared fixtures: the demo model, the vLLM install, one real vLLM CPU server per configuration,
+a stand-in vLLM server replaying recorded real output, and a results database recorded on GPUs.
+
+Two tiers: every test whose fixtures start a real vLLM server (they all ask for `real_vllm`)
+gets the `vllm` marker at collection; `pytest -m "not vllm"` runs the rest."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -12,12 +17,39 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Settings written by the app under test go to a throwaway folder, never the user's.
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 
-from workbench import launch, plan
-from workbench.checkpoints import demo
-from workbench.host import engine
-from workbench.sweep import runner# noqa: E402
+from standins.vllm_server import StandinVllm  # noqa: E402
+from workbench import launch, plan, store  # noqa: E402
+from workbench.checkpoints import demo  # noqa: E402
+from workbench.host import engine, vllm_cli  # noqa: E402
+from workbench.sweep import runner  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+# The demo sweep recorded on one H200 GPU (docs/gpu/README.md): baseline, ngram N=2 and 4,
+# draft_model N=1 and 3, each at concurrency 1 and 8, with GPU telemetry and server logs.
+GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
+
+
+def pytest_collection_modifyitems(config, items):
+    # item.fixturenames is the whole closure, so a fixture built on draft_server counts too.
+    for item in items:
+        if "real_vllm" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.vllm)
+
+
+@pytest.fixture(autouse=True)
+def _real_servers_carry_the_marker(request, monkeypatch):
+    """Outside the `vllm` tier a real vLLM server started in this process fails the test at once,
+    so the marker stays true and the fast tier fast."""
+    if request.node.get_closest_marker("vllm"):
+        return
+    start = launch.LocalServer.start
+
+    def guarded(self, *args, **kwargs):
+        if vllm_cli.SHIM in self.spec.argv or self.spec.kind == "docker":
+            pytest.fail("this test starts a real vLLM server: mark it `vllm`, or use the stand-in")
+        return start(self, *args, **kwargs)
+
+    monkeypatch.setattr(launch.LocalServer, "start", guarded)
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +62,42 @@ def vllm_install() -> engine.VllmInstall:
     install = engine.probe(sys.executable)
     assert install.found, "the test environment must have vLLM (the `cpu` extra)"
     return install
+
+
+@pytest.fixture(scope="session")
+def real_vllm(vllm_install) -> engine.VllmInstall:
+    """Asked for by every fixture that starts a real vLLM server: it puts their tests in the
+    `vllm` tier (see pytest_collection_modifyitems)."""
+    return vllm_install
+
+
+@pytest.fixture(scope="session")
+def standin_server():
+    """A stand-in for draft_server (the same configuration, recorded: tests/standins/vllm_server.py),
+    shared like it: its counters only grow, so tests read windows, not totals."""
+    with StandinVllm("draft_model_n3", api_key="standin-run-key-0123456789abcdef") as server:
+        yield server
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    """A consistent copy through SQLite's backup API; the source is opened immutable, so not even
+    a -shm file appears beside it."""
+    a, b = sqlite3.connect(f"file:{src}?immutable=1", uri=True), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    return dst
+
+
+@pytest.fixture(scope="session")
+def recorded_db(tmp_path_factory) -> Path:
+    """GPU_DB copied and brought to this version's schema once, for tests that only read stored
+    rows; a test that changes a database copies this one first."""
+    path = copy_db(GPU_DB, tmp_path_factory.mktemp("recorded") / GPU_DB.name)
+    store.open_db(path).conn.close()
+    return path
 
 
 def server_config(target: str, method: str = "baseline", n=None, draft=None, options=()) -> plan.Server:
@@ -50,11 +118,11 @@ def start_server(config: plan.Server, install: engine.VllmInstall) -> launch.Loc
 
 
 @pytest.fixture(scope="session")
-def draft_server(demo_models, vllm_install):
+def draft_server(demo_models, real_vllm):
     """The demo target with the noisy-copy draft, N=3: shared by every test that only reads from it."""
     config = server_config(str(demo_models[demo.TARGET.name]), "draft_model", 3,
                            str(demo_models[demo.DRAFT_NOISY.name]))
-    srv = start_server(config, vllm_install)
+    srv = start_server(config, real_vllm)
     yield srv
     srv.stop()
 
@@ -89,11 +157,11 @@ n = 2
 
 
 @pytest.fixture(scope="session")
-def sweep_db(demo_models, vllm_install, tmp_path_factory):
+def sweep_db(demo_models, real_vllm, tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
     events = []
     p = plan.loads(PLAN.format(name="integration", methods=METHODS))
-    summary = runner.Runner(p, str(path), vllm_install, emit=events.append).run()
+    summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events
 
 

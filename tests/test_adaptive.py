@@ -51,12 +51,12 @@ health_timeout_s = 600
 """
 
 
-def _launches(events: list[dict]) -> int:
-    return sum(e["event"] == "server_starting" for e in events)
+def _launches(events: list) -> int:
+    return sum(e.KIND == "server_starting" for e in events)
 
 
 @pytest.fixture(scope="module")
-def sweep(demo_models, vllm_install, tmp_path_factory):
+def sweep(demo_models, vllm_install, real_vllm, tmp_path_factory):
     path = tmp_path_factory.mktemp("adaptive") / "results.sqlite"
     p = plan.loads(NGRAM_PLAN)
     events, again, rest_events = [], [], []
@@ -81,7 +81,7 @@ def sweep(demo_models, vllm_install, tmp_path_factory):
 def test_adaptive_sweep_finds_the_exhaustive_best_n_with_fewer_launches(sweep):
     events, summary, row = sweep.events, sweep.summary, sweep.recommendation
     assert summary["failed"] == 0 and not summary["cancelled"], events
-    kinds = [e["event"] for e in events]
+    kinds = [e.KIND for e in events]
     assert kinds[0] == "sweep_started" and kinds[-1] == "sweep_finished" and kinds.count("sweep_started") == 1
 
     # Launches: counted from the events, and the same from the store (one server key per launch).
@@ -93,10 +93,10 @@ def test_adaptive_sweep_finds_the_exhaustive_best_n_with_fewer_launches(sweep):
     assert all(r["status"] == "completed" for r in runs) and len({r["experiment_id"] for r in runs}) == 1
 
     # The path it took follows its rule: probes N=5 and N=1 first, then only what a prediction asked for.
-    predictions = [e for e in events if e["event"] == "prediction"]
+    predictions = [e for e in events if e.KIND == "prediction"]
     measured = {r["n"] for r in runs if r["method"] == "ngram"}
-    assert measured == {5, 1} | {n for e in predictions for n in e["next_n"]}
-    assert not predictions[-1]["next_n"]
+    assert measured == {5, 1} | {n for e in predictions for n in e.next_n}
+    assert not predictions[-1].next_n
 
     # The stored recommendation is what the model says about the adaptive sweep's runs.
     rec = next(iter(recommend.from_configs(compare.configs(runs)).values()))
@@ -105,7 +105,7 @@ def test_adaptive_sweep_finds_the_exhaustive_best_n_with_fewer_launches(sweep):
     assert json.loads(row["measured_n"]) == sorted(measured)
     assert re.fullmatch(r"ngram · builtin · c=1: best N = \d, predicted speedup \d+\.\d\d ± \d+\.\d\d, "
                         rf"measured \d+\.\d\d, runs used {launches} of 6( \(N=\d is within noise\))?", row["summary"])
-    assert any(e["event"] == "recommendation" and e["message"] == row["summary"] for e in events)
+    assert any(e.KIND == "recommendation" and e.message == row["summary"] for e in events)
 
     # The same best N as the exhaustive sweep, within its noise: the adaptive pick is the best of
     # all five N there, or short of the best by less than the 95% interval of the difference of
@@ -125,8 +125,8 @@ def test_adaptive_sweep_finds_the_exhaustive_best_n_with_fewer_launches(sweep):
 
 def test_a_finished_adaptive_sweep_resumes_to_the_same_answer_without_launching(sweep):
     assert _launches(sweep.again) == 0 and sweep.resumed["experiment"] == sweep.summary["experiment"]
-    first = [e["message"] for e in sweep.events if e["event"] == "recommendation"]
-    assert [e["message"] for e in sweep.again if e["event"] == "recommendation"] == first
+    first = [e.message for e in sweep.events if e.KIND == "recommendation"]
+    assert [e.message for e in sweep.again if e.KIND == "recommendation"] == first
     shown = subprocess.run([sys.executable, "-m", "app", "show", "--db", str(sweep.path)], capture_output=True,
                            text=True)
     assert shown.returncode == 0, shown.stderr

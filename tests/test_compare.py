@@ -66,32 +66,35 @@ def test_speedup_against_concurrency_only_where_several_were_run():
     assert [(r["concurrency"], round(r["speedup"], 3)) for r in data["concurrency"]] == [(1, 1.2), (4, 0.8)]
 
 
-def test_chart_data_matches_independent_sql(sweep_db):
-    path = sweep_db[0]
-    db = store.open_db(path, readonly=True)
+def test_chart_data_matches_independent_sql(recorded_db):
+    db = store.open_db(recorded_db, readonly=True)
     data = compare.chart_data(compare.configs(store.runs(db)))
-    conn = sqlite3.connect(path)
-    sql = conn.execute("SELECT method, n, per_position, output_tok_s, mal FROM runs WHERE status='completed'").fetchall()
-    base = conn.execute("SELECT avg(output_tok_s) FROM runs WHERE method='baseline'").fetchone()[0]
-    by_method = {m: (n, json.loads(pp) if pp else None, tok, mal) for m, n, pp, tok, mal in sql}
-    for method in ("ngram", "draft_model"):
-        n, pp, tok, mal = by_method[method]
-        curve = [r for r in data["per_position"] if r["series"].startswith(f"{method} N={n}")]
+    conn = sqlite3.connect(f"file:{recorded_db}?mode=ro", uri=True)
+    sql = conn.execute("SELECT method, n, concurrency, per_position, output_tok_s, mal FROM runs "
+                       "WHERE status='completed' AND method != 'baseline'").fetchall()
+    base = dict(conn.execute("SELECT concurrency, avg(output_tok_s) FROM runs WHERE method='baseline' "
+                             "GROUP BY concurrency").fetchall())
+    assert len(sql) == 8 and sorted(base) == [1, 8]
+    for method, n, conc, pp, tok, mal in sql:
+        curve = [r for r in data["per_position"] if r["series"] == f"{method} N={n} · builtin · c={conc}"]
         assert [r["position"] for r in curve] == list(range(1, n + 1))
-        assert [r["acceptance"] for r in curve] == pytest.approx(pp)
-        thr = next(r for r in data["throughput"] if r["series"].startswith(method))
-        assert thr["n"] == n and thr["tok_s"] == pytest.approx(tok) and thr["baseline_tok_s"] == pytest.approx(base)
-        eff = next(r for r in data["efficiency"] if r["series"].startswith(method))
-        assert eff["mal"] == pytest.approx(mal) and eff["efficiency"] == pytest.approx(tok / base / mal)
-    assert data["concurrency"] == []  # one concurrency only
+        assert [r["acceptance"] for r in curve] == pytest.approx(json.loads(pp))
+        (thr,) = [r for r in data["throughput"] if r["series"] == f"{method} · builtin · c={conc}" and r["n"] == n]
+        assert thr["tok_s"] == pytest.approx(tok) and thr["baseline_tok_s"] == pytest.approx(base[conc])
+        (eff,) = [r for r in data["efficiency"] if r["series"] == f"{method} · builtin · c={conc}" and r["n"] == n]
+        assert eff["mal"] == pytest.approx(mal) and eff["efficiency"] == pytest.approx(tok / base[conc] / mal)
+    # Every configuration ran at concurrency 1 and 8: both of its points, with their speedups.
+    by_conc = {(r["series"], r["concurrency"]): r["speedup"] for r in data["concurrency"]}
+    assert by_conc == pytest.approx({(f"{m} N={n} · builtin", c): tok / base[c] for m, n, c, _, tok, _ in sql})
 
 
-def test_vllm_bench_serve_result_imported_as_a_run(draft_server, vllm_install, demo_models, tmp_path):
-    from test_measurement import run_bench
+def test_vllm_bench_serve_result_imported_as_a_run(tmp_path):
     from workbench.report import benchjson
 
-    result = run_bench(draft_server, vllm_install, demo_models, tmp_path, seed=9)
+    # Saved by `vllm bench serve` against the demo draft server (tests/fixtures/vllm/SOURCES.md).
+    result = ROOT / "tests" / "fixtures" / "vllm" / "bench_serve_draft_model_n3.json"
     data = json.loads(result.read_text())
+    assert data["completed"] == 6 and data["spec_decode_num_drafts"] > 0
     db = store.open_db(tmp_path / "r.sqlite")
     run_id = benchjson.import_file(db, result, method="draft_model", n=3, draft="noisy", workload="builtin")
     row = store.run(db, run_id)

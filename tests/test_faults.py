@@ -2,7 +2,8 @@
 mid-run, its port taken, the database locked by another writer, a full disk while the database is
 written and while a benchmark downloads, a newer or damaged database, an unreachable Hub and a
 gated dataset without a token. After each: `PRAGMA integrity_check` is ok and no completed run
-lost a row.
+lost a row. A database refused before any server starts is a copy of the one recorded on a GPU
+(docs/gpu/), so those tests need no server.
 
 Covered elsewhere, not repeated here: the runner SIGKILLed mid-sweep and resumed
 (tests/test_runner.py), the app closed mid-run and reopened, reattaching (tests/test_gui_sweep.py).
@@ -125,7 +126,7 @@ def _group_alive(pgid: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def fault_sweep(demo_models, vllm_install, tmp_path_factory):
+def fault_sweep(demo_models, real_vllm, tmp_path_factory):
     """One sweep on three server configurations with faults injected as it goes: the baseline's port
     is taken; the ngram N=2 server is SIGKILLed in the middle of its second run; another program
     holds the database's write lock during the first ngram N=3 run."""
@@ -136,17 +137,17 @@ def fault_sweep(demo_models, vllm_install, tmp_path_factory):
     busy.listen()
     ports = [busy.getsockname()[1]]
     real_free_port = launch.free_port
-    events: list[dict] = []
+    events: list = []
     record: dict = {"label": ""}
 
-    def emit(event: dict) -> None:
+    def emit(event) -> None:
         events.append(event)
-        kind = event["event"]
+        kind = event.KIND
         if kind == "server_starting":
-            record["port"] = _port(event["command"])
+            record["port"] = _port(event.command)
         elif kind == "run_started":
-            record["label"] = event["label"]
-        elif kind == "progress" and event["done"] < event["total"]:
+            record["label"] = event.label
+        elif kind == "progress" and event.done < event.total:
             label = record["label"]
             if label.startswith("ngram N=2") and "c=2" in label and "killed" not in record:
                 record["before_kill"] = completed_rows(db_path)
@@ -159,13 +160,13 @@ def fault_sweep(demo_models, vllm_install, tmp_path_factory):
                                           stdout=subprocess.PIPE, text=True)
                 assert locker.stdout.readline().strip() == "locked"
                 record["locker"] = locker
-                record["locked_at"] = event["t"]
-                record["locked_run"] = event["run"]
+                record["locked_at"] = event.t
+                record["locked_run"] = event.run
 
     p = plan.loads(FAULT_PLAN)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(launch, "free_port", lambda: ports.pop() if ports else real_free_port())
-        r = runner.Runner(p, str(db_path), vllm_install, emit=emit)
+        r = runner.Runner(p, str(db_path), real_vllm, emit=emit)
         summary = r.run()
         r.db.conn.close()
     busy.close()
@@ -191,7 +192,7 @@ def test_port_in_use_fails_that_servers_runs_and_the_sweep_goes_on(fault_sweep):
         base = runs[f"baseline N=None c={c}"]
         assert base["status"] == "failed" and "is already in use" in base["error"]
     # No server was started on the taken port; the other two configurations were.
-    assert [e["event"] for e in events].count("server_ready") == 2
+    assert [e.KIND for e in events].count("server_ready") == 2
     assert summary["completed"] == 3 and summary["failed"] == 3
     assert_intact(db_path, {})
 
@@ -206,7 +207,7 @@ def test_vllm_sigkilled_mid_run_fails_that_run_with_its_log_and_the_sweep_goes_o
     assert killed["finished"] is not None
     # Its log tail is kept: the server's own lines up to the kill.
     assert len(killed["log_tail"].splitlines()) >= 10 and "POST /v1/chat/completions" in killed["log_tail"]
-    assert any(e["event"] == "run_failed" and e["run"] == killed["id"] for e in events)
+    assert any(e.KIND == "run_failed" and e.run == killed["id"] for e in events)
     # The run before it on the same server, and both runs on the next server, completed.
     for label in ("ngram N=2 c=1", "ngram N=3 c=1", "ngram N=3 c=2"):
         assert runs[label]["status"] == "completed" and runs[label]["requests_ok"] == 4, label
@@ -248,9 +249,9 @@ def _one_line(done: subprocess.CompletedProcess, message: str) -> None:
     assert len(lines) == 1 and message in lines[0], done.stderr
 
 
-def test_a_database_locked_by_another_writer_at_start_is_refused_in_one_line(fault_sweep, tmp_path):
+def test_a_database_locked_by_another_writer_at_start_is_refused_in_one_line(recorded_db, tmp_path):
     db = tmp_path / "locked.sqlite"
-    copy_db(fault_sweep[0], db)
+    copy_db(recorded_db, db)
     before = completed_rows(db)
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(FAULT_PLAN.replace('name = "faults"', 'name = "while-locked"'))
@@ -260,7 +261,7 @@ def test_a_database_locked_by_another_writer_at_start_is_refused_in_one_line(fau
         # Readers are not blocked (WAL): the runs can still be listed while the lock is held.
         assert _cli(["runs", "--db", str(db)]).returncode == 0
         # The runner waits BUSY_TIMEOUT_S for the lock; 2 s here instead of 30.
-        code = ("import sys; from workbench import store; store.BUSY_TIMEOUT_S = 2\n"
+        code = ("import sys; from workbench.store import connection; connection.BUSY_TIMEOUT_S = 2\n"
                 "from app.entry import main; sys.exit(main(sys.argv[1:]))")
         t0 = time.monotonic()
         done = subprocess.run([sys.executable, "-c", code, "run", str(plan_file), "--db", str(db)],
@@ -274,11 +275,11 @@ def test_a_database_locked_by_another_writer_at_start_is_refused_in_one_line(fau
     assert_intact(db, before)
 
 
-def test_newer_schema_and_damaged_databases_are_refused_untouched(fault_sweep, tmp_path):
+def test_newer_schema_and_damaged_databases_are_refused_untouched(recorded_db, tmp_path):
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(FAULT_PLAN)
     newer = tmp_path / "newer.sqlite"
-    copy_db(fault_sweep[0], newer)
+    copy_db(recorded_db, newer)
     conn = sqlite3.connect(newer)
     with conn:
         conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
@@ -290,7 +291,7 @@ def test_newer_schema_and_damaged_databases_are_refused_untouched(fault_sweep, t
     assert_intact(newer, before)
 
     damaged = tmp_path / "damaged.sqlite"
-    raw = bytearray(copy_db(fault_sweep[0], tmp_path / "copy.sqlite").read_bytes())
+    raw = bytearray(copy_db(recorded_db, tmp_path / "copy.sqlite").read_bytes())
     raw[len(raw) // 2: len(raw) // 2 + 8192] = b"\x00\xff" * 4096
     damaged.write_bytes(bytes(raw))
     done = _cli(["run", str(plan_file), "--db", str(damaged)])
@@ -304,23 +305,24 @@ def test_newer_schema_and_damaged_databases_are_refused_untouched(fault_sweep, t
 # started before, so vLLM itself runs without the limit.
 DISK_FULL = r"""
 import os, resource, signal, sqlite3, sys
-from workbench.sweep import runner
+from workbench import events
 from app.entry import main
 db = sys.argv[sys.argv.index("--db") + 1]
-emit = runner.print_event
-def limited(event):
-    emit(event)
-    if event["event"] == "run_finished" and not os.environ.get("LIMITED"):
+write = events.Writer.__call__
+def limited(self, event):
+    write(self, event)
+    if event.KIND == "run_finished" and not os.environ.get("LIMITED"):
         os.environ["LIMITED"] = "1"
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         size = max(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
-        emit({"event": "disk_full", "limit": size})
-runner.print_event = limited
+        write(self, events.Other("disk_full", {"limit": size}))
+events.Writer.__call__ = limited
 sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.vllm
 def test_disk_full_while_writing_the_database(demo_models, tmp_path):
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(FAULT_PLAN.replace('name = "faults"', 'name = "disk-full"').split("[[methods]]")[0]
@@ -383,9 +385,9 @@ def test_hub_unreachable(tmp_path):
     _one_line(done, "openai/gsm8k is not in the Hugging Face cache and the Hub cannot be reached")
 
 
-def test_hub_offline_run_is_refused_before_any_server_starts(fault_sweep, tmp_path):
+def test_hub_offline_run_is_refused_before_any_server_starts(recorded_db, tmp_path):
     db = tmp_path / "results.sqlite"
-    copy_db(fault_sweep[0], db)
+    copy_db(recorded_db, db)
     before = completed_rows(db)
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(FAULT_PLAN.replace("temperature = 0.0", 'temperature = 0.0\nnames = ["gsm8k"]'))

@@ -1,5 +1,6 @@
 """The desktop app driving a real sweep: form -> Run -> live charts -> close keeping it running ->
-reopen and reattach -> Stop -> History -> Open in Live; and a headless database opened in the app."""
+reopen and reattach -> Stop -> History -> Open in Live; and a headless database (the sweep recorded
+on a GPU) opened in the app."""
 
 import json
 import subprocess
@@ -11,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.main import MainWindow
 from app.models.runs_model import COLUMNS
+from conftest import copy_db
 from workbench import store
 
 
@@ -33,6 +35,7 @@ def _fill_form(page):
     page.set_document(doc)
 
 
+@pytest.mark.vllm
 def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, demo_models):
     db_path = tmp_path / "gui.sqlite"
     first = _window(qtbot, db_path, vllm_install)
@@ -89,15 +92,15 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
     assert live.feed.run_id == runs["ngram"]["id"]
 
 
-def test_headless_database_shows_the_same_figures_as_show(qtbot, sweep_db, vllm_install):
-    db_path = sweep_db[0]
+def test_headless_database_shows_the_same_figures_as_show(qtbot, recorded_db, tmp_path, vllm_install):
+    db_path = copy_db(recorded_db, tmp_path / "headless.sqlite")
     done = subprocess.run([sys.executable, "-m", "app", "show", "--json", "--db", str(db_path)],
                           capture_output=True, text=True, check=True)
     table = {row["run"]: row for row in json.loads(done.stdout)}
     w = _window(qtbot, db_path.parent / "other.sqlite", vllm_install)
     w.set_database(db_path)
     model = w.history.model
-    assert model.rowCount() == len(table) == 3
+    assert model.rowCount() == len(table) == 10
     col = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
     for r in range(model.rowCount()):
         run_id = model.row(r)["id"]
@@ -106,11 +109,11 @@ def test_headless_database_shows_the_same_figures_as_show(qtbot, sweep_db, vllm_
         assert shown("acceptance_rate") == table[run_id]["acceptance_rate"]
         assert shown("output_tok_s") == table[run_id]["output_tok_s"]
         assert shown("method") == table[run_id]["method"]
-    # Opening the draft_model run draws the sweep's other speculative run (ngram) faintly behind it.
-    draft_run = next(run for run, row in table.items() if row["method"] == "draft_model")
+    # Opening a draft_model run draws the sweep's seven other speculative runs faintly behind it.
+    draft_run = next(run for run, row in table.items() if row["method"] == "draft_model" and row["n"] == "3")
     w.open_run(draft_run)
-    qtbot.waitUntil(lambda: len(w.live.positions) == 2, timeout=5000)
-    assert len(w.live.faint_items) == 1
+    qtbot.waitUntil(lambda: len(w.live.positions) == 3, timeout=5000)
+    assert len(w.live.faint_items) == 7
     assert w.live.positions == pytest.approx([float(v) for v in table[draft_run]["per_position"].split()], abs=5e-4)
 
 

@@ -1,4 +1,5 @@
-"""The docker and attach launch modes, end to end with the real runner and a real vLLM CPU server.
+"""The docker and attach launch modes, end to end with the real runner and a real vLLM CPU server
+(what Draftbench says about a wrong attach profile is checked against the stand-in instead).
 
 docker: no docker engine can run here, so tests/standins/docker stands in for the docker client.
 It checks the command line as the engine would and runs the container's command with the real vLLM
@@ -7,6 +8,8 @@ published loopback port, stopping the container — goes through it for real.
 attach: the shared draft-model server of conftest, started by the test harness as a user would by
 hand, is measured without being started or stopped.
 """
+
+import pytest
 
 import json
 import sys
@@ -46,6 +49,7 @@ health_timeout_s = 300
 """
 
 
+@pytest.mark.vllm
 def test_docker_profile_runs_end_to_end(demo_models, vllm_install, tmp_path, monkeypatch):
     state = tmp_path / "standin"
     state.mkdir()
@@ -54,9 +58,9 @@ def test_docker_profile_runs_end_to_end(demo_models, vllm_install, tmp_path, mon
     monkeypatch.setenv("HF_TOKEN", SECRET)
     p = plan.loads(DOCKER_PLAN.format(docker=STANDIN, cache=tmp_path / "hf"))
     db_path = tmp_path / "docker.sqlite"
-    events: list[dict] = []
+    events: list = []
     summary = runner.Runner(p, str(db_path), vllm_install, emit=events.append).run()
-    assert summary["completed"] == 1, [e for e in events if e["event"] == "run_failed"]
+    assert summary["completed"] == 1, [e for e in events if e.KIND == "run_failed"]
     (row,) = store.runs(store.open_db(db_path, readonly=True))
     assert row["output_tokens"] > 0 and row["output_tok_s"] > 0
     assert row["command"].startswith(f"{STANDIN} run --rm --name draftbench-")
@@ -103,29 +107,31 @@ def test_attach_measures_a_server_started_by_hand(draft_server, vllm_install, tm
     assert draft_server.alive and httpx.get(draft_server.spec.base_url + "/health").status_code == 200
 
 
-def test_attach_explains_a_missing_key_and_a_wrong_model(draft_server, vllm_install, tmp_path, monkeypatch):
+def test_attach_explains_a_missing_key_and_a_wrong_model(standin_server, demo_models, vllm_install, tmp_path,
+                                                         monkeypatch):
     monkeypatch.delenv("NOT_SET_KEY", raising=False)
-    p = plan.loads(attach_plan(draft_server.spec.base_url, "NOT_SET_KEY"))
+    p = plan.loads(attach_plan(standin_server.base_url, "NOT_SET_KEY"))
     runner.Runner(p, str(tmp_path / "a.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "a.sqlite", readonly=True))
     assert row["status"] == "failed" and "NOT_SET_KEY" in row["error"] and "not set" in row["error"]
-    p = plan.loads(attach_plan(draft_server.spec.base_url, None))
+    p = plan.loads(attach_plan(standin_server.base_url, None))
     runner.Runner(p, str(tmp_path / "b.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "b.sqlite", readonly=True))
     assert row["status"] == "failed" and "wants an API key" in row["error"]
-    monkeypatch.setenv("DEMO_SERVER_KEY", draft_server.api_key)
-    p = plan.loads(attach_plan(draft_server.spec.base_url, "DEMO_SERVER_KEY", served="other-model"))
+    monkeypatch.setenv("DEMO_SERVER_KEY", standin_server.api_key)
+    p = plan.loads(attach_plan(standin_server.base_url, "DEMO_SERVER_KEY", served="other-model"))
     runner.Runner(p, str(tmp_path / "c.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "c.sqlite", readonly=True))
     assert row["status"] == "failed" and "serves smollm2, not 'other-model'" in row["error"]
     port = launch.free_port()
-    p = plan.loads(attach_plan(f"http://127.0.0.1:{port}", None))
+    # Nothing listens there: the shortest wait the plan allows, not the 30 s an attach waits at most.
+    p = plan.loads(attach_plan(f"http://127.0.0.1:{port}", None) + "[server]\nhealth_timeout_s = 5\n")
     runner.Runner(p, str(tmp_path / "d.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "d.sqlite", readonly=True))
     assert row["status"] == "failed" and f"no vLLM server answers at http://127.0.0.1:{port}" in row["error"]
 
 
-def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, draft_server):
+def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, standin_server):
     import tomllib
 
     from app.pages.experiment import ExperimentPage
@@ -133,10 +139,12 @@ def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, 
     page = ExperimentPage(vllm_install, set())
     qtbot.addWidget(page)
     page.show()
-    page.set_document(tomllib.loads(attach_plan(draft_server.spec.base_url, "DEMO_SERVER_KEY")))
+    page.set_document(tomllib.loads(attach_plan(standin_server.base_url, "DEMO_SERVER_KEY")))
     assert page.profile_form.kind.currentData() == "attach"
     assert page.profile_form.warning.isVisible()
     assert "counters include any other traffic" in page.profile_form.warning.text()
+    # The plan's findings are checked off the GUI thread; the summary shows first.
+    qtbot.waitUntil(lambda: "checking" not in page.status.text(), timeout=10000)
     assert "attached server: its counters include any other traffic" in page.status.text()
     assert "(attached to" in page.commands.toPlainText()
     # Switching to this machine hides the warning and shows the usual vllm serve command.

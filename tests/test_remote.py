@@ -156,6 +156,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.vllm
 @pytest.mark.timeout(1800)  # two vLLM CPU servers start on the "remote" host: slow on a loaded machine
 def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_models, tmp_path):
     """The real thing end to end: `draftbench run --remote` against the sshd, the SSH client killed
@@ -227,7 +228,7 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
     for table in ("experiments", "runs", "sweeps", "recommendations", "samples", "positions", "requests", "logs",
                   "telemetry"):
         there = list(pulled[table].rows_where(order_by="id"))
-        mirrored = remote.mirrored_rows(here, source, table)
+        mirrored = store.mirrored_rows(here, source, table)
         if table == "experiments":
             for row in mirrored:
                 assert row["plan_hash"].endswith("@" + source)
@@ -273,7 +274,7 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
         copy = store.open_db(other, readonly=True)
         for table, n in counts.items():
             assert copy.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == n, table
-    assert remote.mirrored_rows(copy, source, "positions") == list(pulled["positions"].rows_where(order_by="id"))
+    assert store.mirrored_rows(copy, source, "positions") == list(pulled["positions"].rows_where(order_by="id"))
 
 
 def _count(db_path: Path, table: str) -> int:
@@ -292,7 +293,7 @@ def test_app_menu_checks_the_host_and_refuses_in_one_line(qtbot, sshd, tmp_path,
     from PySide6.QtWidgets import QInputDialog, QMessageBox
 
     from app.main import MainWindow
-    from app.jobs.sweep import runner_argv
+    from app.jobs.sweep import runner_args
 
     remote.save("refused-box", sshd.host(identity_file=str(sshd.wrong_key)))
     w = MainWindow(tmp_path / "app.sqlite", vllm_install)
@@ -304,10 +305,11 @@ def test_app_menu_checks_the_host_and_refuses_in_one_line(qtbot, sshd, tmp_path,
     action = next(a for a in w.findChildren(type(w.menuBar().actions()[0])) if a.text() == "Run on &remote host…")
     action.trigger()
     assert "refused-box" in asked[0]
+    qtbot.waitUntil(lambda: bool(warned), timeout=120_000)  # the host is checked off the GUI thread
     assert len(warned) == 1 and "refused the key (permission denied)" in warned[0] and "\n" not in warned[0]
     assert w.sweep is None
     # The runner the app starts for a remote host is the same `run`, pointed at it.
-    _, args = runner_argv("p.toml", "db.sqlite", "ev.jsonl", "log.txt", remote="refused-box")
+    args = runner_args("p.toml", "db.sqlite", "ev.jsonl", "log.txt", remote="refused-box")
     assert args[-2:] == ["--remote", "refused-box"]
 
 
@@ -340,7 +342,7 @@ def test_follow_and_pull_resume_and_repair_a_rerun(sshd, tmp_path):
     def same() -> None:
         here = store.open_db(local, readonly=True)
         for table in ("experiments", "runs", "sweeps", "samples", "positions"):
-            assert remote.mirrored_rows(here, source, table) == list(there[table].rows_where(order_by="id")), table
+            assert store.mirrored_rows(here, source, table) == list(there[table].rows_where(order_by="id")), table
 
     for _ in range(2):
         proc = cli("remote", "follow", host.label, "--db", str(local), *opts, timeout=120)
@@ -382,6 +384,7 @@ def test_remote_models_lists_the_hosts_cache_and_downloads_there(sshd):
     assert line.startswith(f"draftbench: {host.label}: ") and "\n" not in line, line
 
 
+@pytest.mark.vllm
 @pytest.mark.timeout(1800)
 def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_path, monkeypatch, vllm_install,
                                                              demo_models):
@@ -407,7 +410,8 @@ def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_pa
     qtbot.waitUntil(lambda: w.experiment.run_button.isEnabled(), timeout=5000)
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("good-box", True))
     w.run_remote()
-    qtbot.waitUntil(lambda: w.sweep is not None, timeout=5000)
+    # The host is checked first (off the GUI thread), then the sweep starts.
+    qtbot.waitUntil(lambda: w.sweep is not None, timeout=120_000)
     assert w.tabs.currentWidget() is w.live
     live = w.live
     qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,

@@ -71,6 +71,8 @@ def test_warnings_appear_in_the_experiment_page(qtbot, tmp_path, vllm_install):
     qtbot.addWidget(page)
     page.db_path = _db_with_a_run_at(tmp_path, 0.0, 64, target)
     page.set_document(tomllib.loads(path.read_text()))
+    # The findings are checked off the GUI thread; the summary shows first.
+    qtbot.waitUntil(lambda: "checking" not in page.status.text(), timeout=10000)
     status = page.status.text()
     for text in ("random words", "ignore_eos", "suffix decoding caches", "temperature 0.0", "max tokens 64"):
         assert text in status, status

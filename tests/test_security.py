@@ -68,6 +68,7 @@ def _server_environ(runner_pid: int, timeout: float) -> dict:
     raise AssertionError("no vLLM server appeared under the runner")
 
 
+@pytest.mark.vllm
 def test_hf_token_is_written_nowhere(demo_models, tmp_path):
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(PLAN.format(name="token", methods="").replace("num_prompts = 6", "num_prompts = 4")

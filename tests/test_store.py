@@ -78,3 +78,63 @@ def test_delete_run_removes_its_rows_only(tmp_path):
     store.delete_run(db, a)
     assert [r["id"] for r in store.runs(db)] == [b]
     assert db["samples"].count == 1 and db["logs"].count == 1
+
+
+def test_version_5_with_or_without_a_mirror_table_is_migrated(tmp_path):
+    # Before version 6 the remote mirror made `remote_rows` itself on first use: both kinds of
+    # file open, and the mapping a mirror had written survives.
+    for had_mirror in (False, True):
+        path = tmp_path / f"v5-{had_mirror}.sqlite"
+        db = store.open_db(path)
+        db.execute("DROP TABLE remote_rows")
+        if had_mirror:
+            db.execute("CREATE TABLE remote_rows (source TEXT NOT NULL, tbl TEXT NOT NULL, remote_id INTEGER NOT NULL, "
+                       "local_id INTEGER NOT NULL, PRIMARY KEY (source, tbl, remote_id))")
+            db.execute("INSERT INTO remote_rows VALUES ('box:/r.sqlite', 'runs', 7, 1)")
+        db["meta"].upsert({"key": "schema_version", "value": "5"}, pk="key")
+        db.conn.commit()
+        db.conn.close()
+        db = store.open_db(path)
+        assert store.schema_version(db) == store.SCHEMA_VERSION >= 6
+        mapped = db.execute("SELECT * FROM remote_rows").fetchall()
+        assert mapped == ([("box:/r.sqlite", "runs", 7, 1)] if had_mirror else [])
+        assert "remote_rows_local" in {i.name for i in db["remote_rows"].indexes}
+
+
+def test_a_rerun_of_an_unfinished_run_starts_from_nothing(tmp_path):
+    db = store.open_db(tmp_path / "r.sqlite")
+    record = store.Recorder(db)
+    exp = record.experiment("e", "h", "", "", {})
+    ids = record.register_runs(exp, ["done", "cut"], lambda i: {"experiment_id": exp, "key": ["done", "cut"][i],
+                                                                "status": "pending"})
+    sweep = record.sweep_started(exp, None, 1.0, 2, 2)
+    for key in ids:
+        record.run_started(ids[key])
+        record.sample(sweep, {"run_id": ids[key], "t": 0.5}, [{"run_id": ids[key], "t": 0.5, "position": 1}], [])
+        record.log_lines(ids[key], [(1.0, "stderr", "hello")])
+    record.run_completed(ids["done"], {"mal": 2.0})
+    again = record.register_runs(exp, ["done", "cut", "new"], lambda i: {"experiment_id": exp, "key": "new",
+                                                                         "status": "pending"})
+    assert again["done"] == ids["done"] and again["cut"] == ids["cut"] and again["new"] not in ids.values()
+    assert {r["key"]: r["status"] for r in store.runs_of_experiment(db, exp)} == {
+        "done": "completed", "cut": "pending", "new": "pending"}
+    assert store.completed_run_keys(db, exp) == {"done"}
+    assert store.status_counts(db, exp) == {"completed": 1, "pending": 2}
+    for table in ("samples", "positions", "logs"):
+        assert [r["run_id"] for r in db[table].rows] == [ids["done"]], table
+
+
+def test_run_feed_returns_each_row_once(tmp_path):
+    db = store.open_db(tmp_path / "r.sqlite")
+    record = store.Recorder(db)
+    exp = record.experiment("e", "h", "", "", {})
+    run, other = record.register_runs(exp, ["a", "b"], lambda i: {"experiment_id": exp, "key": "ab"[i]}).values()
+    sweep = record.sweep_started(exp, None, 1.0, 2, 2)
+    record.sample(sweep, {"run_id": run, "t": 0.5, "mal": 1.5}, [], [])
+    record.sample(sweep, {"run_id": other, "t": 0.5, "mal": 9.0}, [], [])
+    rows, after = store.run_feed(db, run, {"samples": 0, "logs": 0})
+    assert rows == {"samples": [(0.5, 1.5, None, None)], "logs": []} and after["logs"] == 0
+    record.sample(sweep, {"run_id": run, "t": 1.0, "mal": 1.6}, [], [])
+    rows, after = store.run_feed(db, run, after)
+    assert rows["samples"] == [(1.0, 1.6, None, None)]
+    assert store.run_feed(db, run, after)[0] == {"samples": [], "logs": []}

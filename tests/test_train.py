@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from workbench import plan, train
+from workbench.train import records
 from workbench.plan import catalog
-
-pytestmark = pytest.mark.vllm
-
 
 def _config(out: Path, **kw) -> train.TrainConfig:
     base = dict(target="demo:smollm2-135m", out=str(out), prompts="self", num_prompts=4, max_tokens=24,
@@ -27,11 +25,11 @@ def _config(out: Path, **kw) -> train.TrainConfig:
 def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
     monkeypatch.setenv("DRAFTBENCH_CONFIG_DIR", str(tmp_path / "config"))
     out = tmp_path / "run"
-    events: list[dict] = []
+    events: list = []
 
     def cancel_after_first_hidden_state(event):
         events.append(event)
-        if event.get("step") == "hidden_states" and event.get("event") == "progress":
+        if event.KIND == "progress" and event.step == "hidden_states":
             pipeline.cancel()
 
     pipeline = train.Pipeline(_config(out), emit=cancel_after_first_hidden_state,
@@ -55,13 +53,13 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
     # The rerun skips the finished steps, reuses the cached hidden-state file and trains.
     events.clear()
     summary = train.Pipeline(_config(out), emit=events.append).run()
-    skipped = [e["step"] for e in events if e["event"] == "step_skipped"]
+    skipped = [e.step for e in events if e.KIND == "step_skipped"]
     assert skipped == ["prompts", "responses", "prepare"]
-    hs = next(e for e in events if e["event"] == "step_finished" and e["step"] == "hidden_states")
+    hs = next(e.info for e in events if e.KIND == "step_finished" and e.step == "hidden_states")
     assert hs["reused"] == 1 and hs["written"] == hs["files"] - 1
-    steps = [e for e in events if e["event"] == "train_step"]
-    assert steps and all(isinstance(e["loss"], float) for e in steps)
-    assert any(e["event"] == "validation" for e in events)
+    steps = [e for e in events if e.KIND == "train_step"]
+    assert steps and all(isinstance(e.loss, float) for e in steps)
+    assert any(e.KIND == "validation" for e in events)
 
     ckpt = Path(summary["checkpoint"])
     cfg = json.loads((ckpt / "config.json").read_text())
@@ -76,7 +74,7 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
     # A third run has nothing left to do.
     events.clear()
     train.Pipeline(_config(out), emit=events.append).run()
-    assert all(e["event"] != "step_started" for e in events)
+    assert all(e.KIND != "step_started" for e in events)
 
     # DFlash on the same data: the data steps come from the EAGLE-3 folder (hidden states linked,
     # not extracted again); only training, checkpoint and registration run.
@@ -84,8 +82,8 @@ def test_train_cancel_resume_and_register(tmp_path, draft_server, monkeypatch):
     flash = tmp_path / "dflash"
     summary = train.Pipeline(_config(flash, speculator_type="dflash", name="test-trained-dflash", reuse=str(out),
                                      max_steps=3), emit=events.append).run()
-    assert [e["steps"] for e in events if e["event"] == "reused"] == [list(train.DATA_STEPS)]
-    assert [e["step"] for e in events if e["event"] == "step_started"] == ["train", "checkpoint", "register"]
+    assert [e.steps for e in events if e.KIND == "reused"] == [list(train.DATA_STEPS)]
+    assert [e.step for e in events if e.KIND == "step_started"] == ["train", "checkpoint", "register"]
     hs = "data/hidden_states/hs_0.safetensors"
     assert (flash / hs).stat().st_ino == (out / hs).stat().st_ino
     cfg = json.loads((Path(summary["checkpoint"]) / "config.json").read_text())
@@ -120,16 +118,17 @@ def test_a_failed_first_attempt_does_not_lock_the_folder(tmp_path):
     assert done["config"]["prompts"] == "builtin" and list(done["done"]) == ["prompts"]
 
 
-def test_a_refused_key_is_one_line(tmp_path, draft_server):
-    with pytest.raises(train.TrainError, match="refused the API key"):
-        train.Pipeline(_config(tmp_path / "run", prompts="builtin"), endpoint=draft_server.spec.base_url,
+def test_a_refused_key_is_one_line(tmp_path, standin_server):
+    with pytest.raises(train.TrainError, match="refused the API key") as err:
+        train.Pipeline(_config(tmp_path / "run", prompts="builtin"), endpoint=standin_server.base_url,
                        api_key="not-the-key").run()
+    assert "\n" not in str(err.value)
 
 
 def test_a_cut_response_line_is_dropped_on_resume(tmp_path):
     partial = tmp_path / "responses.partial.jsonl"
     partial.write_text('{"id": "p0", "input_ids": [1], "loss_mask": [0]}\n{"id": "p1", "inp')
-    train._cut_to_last_line(partial)
+    records._cut_to_last_line(partial)
     assert partial.read_text() == '{"id": "p0", "input_ids": [1], "loss_mask": [0]}\n'
 
 

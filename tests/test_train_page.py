@@ -8,32 +8,30 @@ import json
 from pathlib import Path
 
 import psutil
-import pytest
 from PySide6.QtCore import Qt
 
 from workbench import plan
 from workbench.plan import catalog
 
-pytestmark = pytest.mark.vllm
-
 KEY_VAR = "DRAFTBENCH_TEST_TRAIN_KEY"
 
 
 def _fill(page, out: Path, endpoint: str | None = None) -> None:
-    page.target.setCurrentText("demo:smollm2-135m")
-    page.method.setCurrentIndex(page.method.findData("eagle3"))
-    page.prompts.setCurrentText("builtin")
-    page.num_prompts.setValue(4)
-    page.max_tokens.setValue(24)
-    page.seq_length.setValue(256)
-    page.epochs.setValue(2)
-    page.vocab.setValue(256)
-    page.name.setText("gui-trained-eagle3")
-    page.out.setText(str(out))
-    page.out.setModified(True)
+    form = page.form
+    form.target.setCurrentText("demo:smollm2-135m")
+    form.method.setCurrentIndex(form.method.findData("eagle3"))
+    form.prompts.setCurrentText("builtin")
+    form.num_prompts.setValue(4)
+    form.max_tokens.setValue(24)
+    form.seq_length.setValue(256)
+    form.epochs.setValue(2)
+    form.vocab.setValue(256)
+    form.name.setText("gui-trained-eagle3")
+    form.out.setText(str(out))
+    form.out.setModified(True)
     if endpoint:
-        page.endpoint.setText(endpoint)
-        page.key_env.setText(KEY_VAR)
+        form.endpoint.setText(endpoint)
+        form.key_env.setText(KEY_VAR)
 
 
 def _children_in(folder: Path) -> list[psutil.Process]:
@@ -66,17 +64,17 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
     with qtbot.waitSignal(page.finished, timeout=600_000) as ended:
         qtbot.mouseClick(page.start_button, Qt.LeftButton)
         assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
-        qtbot.waitUntil(lambda: len(page.train_curve.xData if page.train_curve.xData is not None else []) > 0,
-                        timeout=600_000)
-        assert page.step_items["train"].text(1) == "running"
+        curve = page.charts.train_curve
+        qtbot.waitUntil(lambda: len(curve.xData if curve.xData is not None else []) > 0, timeout=600_000)
+        assert page.steps.items["train"].text(1) == "running"
         qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
     assert ended.args == ["cancelled"], (ended.args, page.status.text(), warnings)
     assert not warnings
     done = json.loads((out / "manifest.json").read_text())["done"]
     assert set(done) == {"prompts", "responses", "prepare", "hidden_states"}
     assert done["responses"]["responses"] == 4
-    assert page.step_items["hidden_states"].text(1) == "done"
-    assert page.step_items["train"].text(1) == "cancelled"
+    assert page.steps.items["hidden_states"].text(1) == "done"
+    assert page.steps.items["train"].text(1) == "cancelled"
     assert page.start_button.text() == "Resume" and "resume" in page.status.text().lower()
     assert not _children_in(out), "the training subprocess outlived the cancel"
 
@@ -85,10 +83,10 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
         qtbot.mouseClick(page.start_button, Qt.LeftButton)
     assert ended.args == ["done"], (page.status.text(), warnings)
     for step in ("prompts", "responses", "prepare", "hidden_states"):
-        assert page.step_items[step].text(1) == "done earlier"
-    assert all(page.step_items[s].text(1) == "done" for s in ("train", "checkpoint", "register"))
-    assert len(page.train_curve.xData) >= 2 and len(page.val_curve.xData) >= 1
-    assert any(type(i).__name__ == "BarGraphItem" for i in page.acc_plot.getPlotItem().items)
+        assert page.steps.items[step].text(1) == "done earlier"
+    assert all(page.steps.items[s].text(1) == "done" for s in ("train", "checkpoint", "register"))
+    assert len(page.charts.train_curve.xData) >= 2 and len(page.charts.val_curve.xData) >= 1
+    assert any(type(i).__name__ == "BarGraphItem" for i in page.charts.acc_plot.getPlotItem().items)
     assert page.evaluate_button.isEnabled()
     pair = catalog.get("gui-trained-eagle3")
     assert pair.method == "eagle3" and Path(pair.draft).is_dir()
@@ -112,11 +110,11 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
 
     again = TrainPage()
     qtbot.addWidget(again)
-    again.out.setText(str(out))
-    again.out.setModified(True)
+    again.form.out.setText(str(out))
+    again.form.out.setModified(True)
     again.show_folder()
-    assert again.method.currentData() == "eagle3" and again.num_prompts.value() == 4
-    assert again.evaluate_button.isEnabled() and len(again.train_curve.xData) >= 2
+    assert again.form.method.currentData() == "eagle3" and again.form.num_prompts.value() == 4
+    assert again.evaluate_button.isEnabled() and len(again.charts.train_curve.xData) >= 2
     assert plan.load(again.summary["plan"]).name
 
 
@@ -127,9 +125,9 @@ def test_train_page_bad_target_is_one_line(qtbot, tmp_path, monkeypatch):
     monkeypatch.setattr("app.pages.train_page.QMessageBox.warning", lambda *a: warnings.append(a[2]))
     page = TrainPage()
     qtbot.addWidget(page)
-    page.target.setCurrentText(str(tmp_path / "no-such-model"))
-    page.out.setText(str(tmp_path / "run"))
-    page.out.setModified(True)
+    page.form.target.setCurrentText(str(tmp_path / "no-such-model"))
+    page.form.out.setText(str(tmp_path / "run"))
+    page.form.out.setModified(True)
     with qtbot.waitSignal(page.finished, timeout=120_000) as ended:
         page.start()
     assert ended.args == ["failed"]
@@ -150,14 +148,15 @@ def test_reusing_another_runs_data_takes_its_settings(qtbot, tmp_path):
     (source / "manifest.json").write_text(json.dumps({"config": cfg.key(), "done": {"prompts": {"prompts": 12}}}))
     page = TrainPage()
     qtbot.addWidget(page)
-    page.method.setCurrentIndex(page.method.findData("dflash"))
-    page.name.setText("my-dflash")
-    page.out.setText(str(tmp_path / "dflash"))
+    form = page.form
+    form.method.setCurrentIndex(form.method.findData("dflash"))
+    form.name.setText("my-dflash")
+    form.out.setText(str(tmp_path / "dflash"))
     page.use_data_of(source)
     # The data settings come from the source; the draft's own (vocabulary, method, name) stay.
-    assert (page.num_prompts.value(), page.max_tokens.value(), page.seq_length.value()) == (12, 200, 1024)
-    assert page.vocab.value() == 4096
-    assert page.method.currentData() == "dflash" and page.name.text() == "my-dflash"
+    assert (form.num_prompts.value(), form.max_tokens.value(), form.seq_length.value()) == (12, 200, 1024)
+    assert form.vocab.value() == 4096
+    assert form.method.currentData() == "dflash" and form.name.text() == "my-dflash"
     args = page.argv(tmp_path / "events.jsonl")
     assert args[args.index("--reuse") + 1] == str(source)
     assert args[args.index("--layer-ids") + 1:args.index("--layer-ids") + 4] == ["3", "9", "20"]

@@ -1,12 +1,14 @@
 """A real vLLM CPU server on the demo model: chat completions, spec-decode counters, API key."""
 
 import httpx
+import pytest
 
 from conftest import server_config, start_server
 from workbench import metrics
 from workbench.checkpoints import demo
 
 
+@pytest.mark.vllm
 def test_baseline_server_answers_a_chat_completion(demo_models, vllm_install):
     srv = start_server(server_config(str(demo_models[demo.TARGET.name])), vllm_install)
     try:

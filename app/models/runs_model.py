@@ -8,7 +8,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
-    ("status", "Status", "pending, running, completed, failed or cancelled"),
+    ("status", "Status", "pending, running, completed, partial (some requests failed: left out of speedups), failed or cancelled"),
     ("target", "Target", "The served model"),
     ("method", "Method", "Drafting method; baseline = no speculation"),
     ("n", "N", "Number of speculative tokens per step"),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSpinBox,
+    QCheckBox, QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSpinBox,
     QSplitter, QTableView, QVBoxLayout, QWidget,
 )
 
@@ -36,8 +36,7 @@ class SpeedupModel(RowsModel):
         key, _, fmt = report.TABLE_COLUMNS[index.column()]
         row = self._rows[index.row()]
         if role == Qt.DisplayRole:
-            value = report.cell(row, key, fmt)
-            return value.rstrip("/").rsplit("/", 1)[-1] if key == "target" else value
+            return report.shown(row, key, fmt)
         if role == Qt.UserRole:
             return row.get(key)
         if role == Qt.ToolTipRole and key == "target":
@@ -59,6 +58,7 @@ class ComparePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[dict] = []
+        self.db_path: Path | None = None
         self.data: dict = {}
         self.title = QLabel("Choose runs in History (Compare selected, or Compare experiment).")
         self.title.setWordWrap(True)
@@ -81,8 +81,13 @@ class ComparePage(QWidget):
         report_button = QPushButton("HTML report…")
         report_button.setToolTip("A self-contained report: charts, the speedup table, exact vLLM commands and versions")
         report_button.clicked.connect(self.report_dialog)
+        self.partial_box = QCheckBox("Count partial runs")
+        self.partial_box.setToolTip("Runs whose requests partly failed in the window are left out of every "
+                                    "speedup and chart unless this is ticked")
+        self.partial_box.toggled.connect(lambda _: self.set_runs(self.rows, self.db_path))
         bar = QHBoxLayout()
         bar.addWidget(self.title, 1)
+        bar.addWidget(self.partial_box)
         for label, w in (("PNG width", self.width_box), ("height", self.height_box), ("", self.dpi_box)):
             if label:
                 bar.addWidget(QLabel(label))
@@ -103,14 +108,18 @@ class ComparePage(QWidget):
     def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
         self.rows = rows
         self.db_path = db_path
-        cs, self.data = all_data(rows, db_path)
+        cs, self.data = all_data(rows, db_path, self.partial_box.isChecked())
         for name, plot in self.plots.items():
             chartlib.draw(plot, name, self.data)
         self.table_model.set_rows(compare.speedup_table(cs))
         done = sum(1 for r in rows if r["status"] == "completed")
         experiments = sorted({r["experiment_id"] for r in rows})
+        partial = sum(1 for r in rows if r["status"] == "partial")
+        note = ""
+        if partial:
+            note = f" · {partial} partial run(s) {'counted' if self.partial_box.isChecked() else 'left out'}"
         self.title.setText(f"<b>{done}</b> completed runs ({len(rows)} chosen) from experiment "
-                           f"{', '.join(map(str, experiments))}")
+                           f"{', '.join(map(str, experiments))}{note}")
 
     def export_to(self, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)

@@ -14,107 +14,16 @@ from PySide6.QtWidgets import (
     QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
 )
 
+from app.jobs import worker
 from app.widgets import theme
+from app.widgets.findings import FindingsPanel
+from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
-from workbench import launch, methods, plan, store
+from workbench import methods, plan, store
 from workbench.load import datasets, workloads
 from workbench.host import engine, gpus
-from workbench.plan import profiles, sanity
-
-METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
-
-
-def parse_ints(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.replace(";", ",").split(",") if v.strip()]
-    except ValueError:
-        raise plan.PlanError(f"{what}: write whole numbers separated by commas, e.g. 1, 2, 4") from None
-    if not values:
-        raise plan.PlanError(f"{what} is empty")
-    return values
-
-
-def parse_options(text: str, what: str) -> dict:
-    """`key=value, key=value` (values as TOML: numbers, true/false, "strings")."""
-    if not text.strip():
-        return {}
-    try:
-        return tomllib.loads("\n".join(part.strip() for part in text.split(",") if part.strip()))
-    except tomllib.TOMLDecodeError:
-        raise plan.PlanError(f"{what}: write options as key=value, separated by commas") from None
-
-
-def format_options(options: dict) -> str:
-    return ", ".join(tomli_w.dumps({k: v}).strip() for k, v in options.items())
-
-
-class MethodRow(QWidget):
-    removed = Signal(object)
-    changed = Signal()
-
-    def __init__(self, entry: dict | None = None):
-        super().__init__()
-        entry = entry or {"method": "ngram", "n": [1, 2, 3]}
-        self.method = QComboBox()
-        for name in METHOD_CHOICES:
-            self.method.addItem(methods.METHODS[name].label, name)
-            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
-        self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
-        self.draft = QLineEdit(entry.get("draft", ""))
-        self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
-        browse = QPushButton("…")
-        browse.setToolTip("Choose a draft model folder")
-        browse.setFixedWidth(28)
-        browse.clicked.connect(self._browse)
-        ns = entry.get("n", [])
-        self.n = QLineEdit(", ".join(str(v) for v in (ns if isinstance(ns, list) else [ns])))
-        self.n.setPlaceholderText("N values, e.g. 1, 2, 3")
-        self.n.setToolTip("Numbers of speculative tokens per step (num_speculative_tokens); one run per value")
-        self.options = QLineEdit(format_options(entry.get("options", {})))
-        self.options.setPlaceholderText("options, e.g. prompt_lookup_max=4")
-        self.optional = entry.get("optional", False)
-        remove = QPushButton("Remove")
-        remove.clicked.connect(lambda: self.removed.emit(self))
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.n.setMinimumWidth(110)
-        self.options.setMinimumWidth(150)
-        layout.addWidget(self.method, 2)
-        layout.addWidget(self.draft, 3)
-        layout.addWidget(browse)
-        layout.addWidget(self.n, 2)
-        layout.addWidget(self.options, 3)
-        layout.addWidget(remove)
-        for w in (self.draft, self.n, self.options):
-            w.textChanged.connect(self.changed)
-        self.method.currentIndexChanged.connect(self._method_changed)
-        self._method_changed()
-
-    def _method_changed(self) -> None:
-        spec = methods.METHODS[self.method.currentData()]
-        self.draft.setEnabled(spec.draft != "none")
-        self.draft.setToolTip({"required": "This method needs a draft checkpoint",
-                               "optional": "Optional: a separate draft checkpoint (e.g. a Gemma 4 assistant)",
-                               "none": "This method uses no draft weights"}[spec.draft])
-        self.changed.emit()
-
-    def _browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Draft model folder")
-        if folder:
-            self.draft.setText(folder)
-
-    def entry(self, i: int) -> dict:
-        what = f"method #{i}"
-        out: dict = {"method": self.method.currentData(), "n": parse_ints(self.n.text(), f"{what} N values")}
-        if self.draft.isEnabled() and self.draft.text().strip():
-            out["draft"] = self.draft.text().strip()
-        options = parse_options(self.options.text(), f"{what} options")
-        if options:
-            out["options"] = options
-        if self.optional:
-            out["optional"] = True
-        return out
-
+from workbench.plan import profiles
+from workbench.usecases import commands, findings
 
 class ExperimentPage(QWidget):
     run_requested = Signal(object, str)  # the plan, its TOML text
@@ -127,8 +36,9 @@ class ExperimentPage(QWidget):
         self.plan_path: Path | None = None
         self.current: plan.Plan | None = None
         self.running = False
-        self.rows: list[MethodRow] = []
-        self.host_platform = gpus.detect()[0]
+        # "none" until detection answers (off the GUI thread: the vendor tools can take seconds).
+        self.host_platform = "none"
+        worker.run(gpus.detect, self, self._gpus_detected)
 
         self.name = QLineEdit()
         self.target = QLineEdit()
@@ -145,15 +55,7 @@ class ExperimentPage(QWidget):
         self.dtype.addItems(["auto", "bfloat16", "float16", "float32"])
         self.enforce_eager = QCheckBox("enforce eager (skip graph compilation; faster start)")
 
-        self.methods_box = QVBoxLayout()
-        add = QPushButton("Add method")
-        add.clicked.connect(lambda: self._add_row({"method": "ngram", "n": [2]}))
-        methods_group = QGroupBox("Drafting methods (a no-speculation baseline is always added)")
-        mg = QVBoxLayout(methods_group)
-        header = QLabel("method · draft checkpoint · N values · options")
-        mg.addWidget(header)
-        mg.addLayout(self.methods_box)
-        mg.addWidget(add, alignment=Qt.AlignLeft)
+        self.methods_table = MethodsTable()
 
         self.workloads = QListWidget()
         self.workloads.setToolTip("Prompt sets; each is run at every concurrency")
@@ -218,7 +120,7 @@ class ExperimentPage(QWidget):
         fl.addWidget(target_group)
         self.profile_form = ProfileForm()
         fl.addWidget(self.profile_form)
-        fl.addWidget(methods_group)
+        fl.addWidget(self.methods_table)
         fl.addWidget(work)
         fl.addStretch(1)
         scroll = QScrollArea()
@@ -229,8 +131,7 @@ class ExperimentPage(QWidget):
         self.commands.setFont(theme.mono())
         self.commands.setLineWrapMode(QPlainTextEdit.WidgetWidth)
         self.commands.setToolTip("The exact vLLM command of every server this plan launches, with its runs")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
+        self.status = FindingsPanel()
         self.run_button = QPushButton("Run sweep")
         self.run_button.setToolTip("Validate the plan and start the sweep (Ctrl+R)")
         self.run_button.clicked.connect(self.request_run)
@@ -261,21 +162,13 @@ class ExperimentPage(QWidget):
         self.adaptive.toggled.connect(self.validate_timer.start)
         self.workloads.itemChanged.connect(self.validate_timer.start)
         self.profile_form.changed.connect(self.validate_timer.start)
+        self.methods_table.changed.connect(self.validate_timer.start)
+        self.status.updated.connect(self._enable_run)
 
     # --- form <-> plan document -----------------------------------------------------------------
-    def _add_row(self, entry: dict) -> None:
-        row = MethodRow(entry)
-        row.removed.connect(self._remove_row)
-        row.changed.connect(self.validate_timer.start)
-        self.rows.append(row)
-        self.methods_box.addWidget(row)
-        self.validate_timer.start()
-
-    def _remove_row(self, row: MethodRow) -> None:
-        self.rows.remove(row)
-        row.setParent(None)
-        row.deleteLater()
-        self.validate_timer.start()
+    @property
+    def rows(self):
+        return self.methods_table.rows
 
     def _browse_target(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Target model folder")
@@ -302,11 +195,7 @@ class ExperimentPage(QWidget):
         self.max_model_len.setValue(int(t.get("max_model_len", 2048)))
         self.dtype.setCurrentText(str(t.get("dtype", "auto")))
         self.enforce_eager.setChecked(bool(t.get("enforce_eager", False)))
-        for row in list(self.rows):
-            self._remove_row(row)
-        for entry in doc.get("methods", []):
-            if entry.get("method") != "baseline":
-                self._add_row(entry)
+        self.methods_table.set_entries(doc.get("methods", []))
         names = w.get("names", [workloads.BUILTIN])
         known = {self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())}
         for name in names:
@@ -350,7 +239,7 @@ class ExperimentPage(QWidget):
         doc = {
             "name": self.name.text().strip() or "experiment",
             "target": target,
-            "methods": [row.entry(i) for i, row in enumerate(self.rows, 1)],
+            "methods": self.methods_table.entries(),
             "workload": {
                 "names": names, "concurrency": parse_ints(self.concurrency.text(), "concurrency"),
                 "num_prompts": self.num_prompts.value(), "max_tokens": self.max_tokens.value(),
@@ -422,20 +311,23 @@ class ExperimentPage(QWidget):
     def validate(self) -> plan.Plan | None:
         base = self.plan_path.parent if self.plan_path else Path.cwd()
         try:
-            p = plan.loads(self.text(), path=str(self.plan_path or "plan.toml"), base=base,
+            text = self.text()
+            p = plan.loads(text, path=str(self.plan_path or "plan.toml"), base=base,
                            available_modules=self.modules if self.local_kind() else None)
         except plan.PlanError as exc:
             self.current = None
-            self.status.setText(f"<span style='color:#D55E00'>Cannot run: {html.escape(str(exc))}</span>")
+            self.status.problem(str(exc))
             self.commands.setPlainText("")
             self.run_button.setEnabled(False)
             return None
-        lines = []
-        for server, runs in p.servers():
-            lines.append(launch.prepare(server, self.vllm, 0, self.host_platform).command
-                         .replace("--port 0", "--port PORT").replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT"))
-            lines += [f"    {r.label}" for r in runs]
-        self.commands.setPlainText("\n".join(lines))
+        launches = commands.preview(p, self.vllm, self.host_platform)
+        self.commands.setPlainText("\n".join(commands.preview_lines(launches)))
+        self.current = p
+        self.status.show_plan(self._describe(p), self._check_key(text), lambda: self._preflight(p))
+        self._enable_run()
+        return p
+
+    def _describe(self, p: plan.Plan) -> str:
         profile = p.runs[0].server.profile if p.runs else profiles.Profile()
         if profile.kind == "attach":
             where = f"measuring the server at {profile.base_url} (not started or stopped by Draftbench)"
@@ -445,19 +337,36 @@ class ExperimentPage(QWidget):
             where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
                      else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
         skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
-        existing = self._existing_db()
-        try:
-            self.warnings = sanity.for_plan(p, existing)
-        finally:
-            if existing is not None:
-                existing.conn.close()
-        warned = "".join(f"<br><span style='color:#E69F00'>⚠ {html.escape(w)}</span>" for w in self.warnings)
         launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
                     else f"{len(p.servers())} server launches")
-        self.status.setText(f"{len(p.runs)} runs on {launches} · {where}{skipped}{warned}")
-        self.current = p
-        self.run_button.setEnabled((self.vllm.found or not self.local_kind()) and not self.running)
-        return p
+        return f"{len(p.runs)} runs on {launches} · {where}{skipped}"
+
+    def _check_key(self, text: str) -> str:
+        # The findings depend on the plan, the vLLM that serves it and the runs already stored
+        # (the database and its write-ahead log change when a sweep records runs).
+        stamps = []
+        for f in [self.db_path, Path(f"{self.db_path}-wal")] if self.db_path else []:
+            try:
+                stamps.append((f.stat().st_mtime_ns, f.stat().st_size))
+            except OSError:
+                pass  # not there (yet, or any more)
+        return f"{text}\n{self.vllm!r}\n{sorted(self.modules)}\n{self.db_path}\n{stamps}"
+
+    def _preflight(self, p: plan.Plan) -> list[findings.Finding]:
+        existing = self._existing_db()  # opened in the thread that reads it
+        try:
+            return findings.preflight(p, self.vllm, existing)
+        finally:
+            if existing is not None:
+                store.close(existing)
+
+    def _enable_run(self) -> None:
+        self.run_button.setEnabled(self.current is not None and (self.vllm.found or not self.local_kind())
+                                   and not self.running and not self.status.has_errors())
+
+    def _gpus_detected(self, found: tuple) -> None:
+        self.host_platform = found[0]
+        self.validate()
 
     def _existing_db(self):
         if self.db_path is None or not self.db_path.exists():
@@ -469,11 +378,14 @@ class ExperimentPage(QWidget):
 
     def request_run(self) -> None:
         p = self.validate()
-        if p is not None and not self.running:
+        if p is None or self.running:
+            return
+        # Run pressed before the check answered: this once, the GUI waits for it.
+        found = self.status.wait(self._check_key(self.text()), lambda: self._preflight(p))
+        if not any(f.level == findings.ERROR for f in found):
             self.run_requested.emit(p, self.text())
 
     def set_running(self, running: bool) -> None:
         self.running = running
-        self.run_button.setEnabled(not running and self.current is not None
-                                   and (self.vllm.found or not self.local_kind()))
+        self._enable_run()
         self.run_button.setText("Sweep running…" if running else "Run sweep")

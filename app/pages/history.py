@@ -107,7 +107,7 @@ class HistoryPage(QWidget):
                 try:
                     rows = store.runs(db)
                 finally:
-                    db.conn.close()
+                    store.close(db)
             except store.StoreError as exc:
                 message = str(exc)
         if rows and rows == self.model._rows and db_path == self._loaded_from:
@@ -167,7 +167,7 @@ class HistoryPage(QWidget):
                 for run_id in ids:
                     store.delete_run(db, run_id)
             finally:
-                db.conn.close()
+                store.close(db)
         except store.StoreError as exc:
             QMessageBox.warning(self, "Delete runs", str(exc))
         self.load(self.db_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
 from app.widgets import theme
 from app.widgets.theme import integer_ticks
 from app.models.dbpoll import RunFeed
+from workbench import events
 from workbench.metrics import telemetry
 
 TIPS = {
@@ -91,6 +93,11 @@ class LivePage(QWidget):
         self.progress.setFormat("%v / %m runs")
         self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
         self.eta = QLabel("")
+        # An adaptive sweep's reasoning: per context, its latest prediction, then its recommendation.
+        self.adaptive = QLabel("")
+        self.adaptive.setWordWrap(True)
+        self.adaptive.setVisible(False)
+        self.adaptive_lines: dict[str, str] = {}
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the sweep: the server is shut down and the run in flight is marked cancelled (Ctrl+.)")
         self.stop_button.setShortcut("Ctrl+.")
@@ -159,6 +166,7 @@ class LivePage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addLayout(top)
+        layout.addWidget(self.adaptive)
         layout.addLayout(grid, 4)
         layout.addWidget(QLabel("Server log"))
         layout.addWidget(self.log, 1)
@@ -225,11 +233,14 @@ class LivePage(QWidget):
             if row["status"] == "completed":
                 mal = f", MAL {row['mal']:.2f}" if row["mal"] else ""
                 figures = f" — {row['output_tok_s']:.1f} tok/s{mal}"
+            elif row["status"] == "partial":
+                figures = (f" — {row['output_tok_s']:.1f} tok/s from an incomplete window: {row['error']} "
+                           "(left out of speedups)")
             elif row["status"] == "failed":
                 figures = f" — {row['error']}"
             self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
                                f"concurrency {row['concurrency']} · <i>{row['status']}</i>{figures}")
-            if row["status"] in ("completed", "failed", "cancelled") and not any(new.values()):
+            if row["status"] in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
         if any(new.values()):
             self.dirty = True
@@ -265,31 +276,45 @@ class LivePage(QWidget):
                 curve.setData(t, np.asarray(values, float), connect="finite")
 
     # --- the sweep ------------------------------------------------------------------------------
-    def on_event(self, event: dict) -> None:
-        kind = event.get("event")
-        if kind == "sweep_started":
-            self.sweep_total = event["runs"]
-            self.sweep_done = event["runs"] - event["pending"]
+    def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.SweepStarted):
+            self.sweep_total = event.runs
+            self.sweep_done = event.runs - event.pending
             self.sweep_started = time.time()
             self._done_at_start = self.sweep_done
             self.progress.setRange(0, self.sweep_total)
             self.progress.setValue(self.sweep_done)
             self.stop_button.setEnabled(True)
-        elif kind == "server_starting":
-            if self.db_path is not None and event.get("run"):
-                self.show_run(self.db_path, event["run"])
+            self._show_adaptive({})
+        elif isinstance(event, events.ServerStarting):
+            if self.db_path is not None and event.run:
+                self.show_run(self.db_path, event.run)
             self.eta.setText("starting vLLM…")
-        elif kind == "run_started" and self.db_path is not None:
-            self.show_run(self.db_path, event["run"])
-            self.eta.setText(f"run {event['index']} of {event['total']}")
+        elif isinstance(event, events.ServerReady):
+            self.eta.setText(f"vLLM ready in {event.seconds:.0f} s")
+        elif isinstance(event, events.RunStarted) and self.db_path is not None:
+            self.show_run(self.db_path, event.run)
+            self.eta.setText(f"run {event.index} of {event.total}")
             self._update_eta()
-        elif kind in ("run_finished", "run_failed"):
+        elif isinstance(event, (events.RunFinished, events.RunFailed)):
             self.sweep_done += 1
             self.progress.setValue(self.sweep_done)
             self._update_eta()
-        elif kind == "sweep_finished":
+        elif isinstance(event, events.SweepFinished):
             self.stop_button.setEnabled(False)
-            self.eta.setText("cancelled" if event.get("cancelled") else "sweep finished")
+            self.eta.setText("cancelled" if event.cancelled else "sweep finished")
+        elif isinstance(event, events.AdaptiveStarted):
+            self._show_adaptive({label: f"{label}: measuring N = {', '.join(map(str, ns))} first"
+                                 for label, ns in event.probes.items()})
+        elif isinstance(event, events.Prediction):
+            self._show_adaptive({**self.adaptive_lines, event.context: event.summary()})
+        elif isinstance(event, events.Recommendation):
+            self._show_adaptive({**self.adaptive_lines, event.context: "recommended: " + event.message})
+
+    def _show_adaptive(self, lines: dict[str, str]) -> None:
+        self.adaptive_lines = lines
+        self.adaptive.setText("<b>Adaptive N</b><br>" + "<br>".join(html.escape(v) for v in lines.values()))
+        self.adaptive.setVisible(bool(lines))
 
     def _update_eta(self) -> None:
         done_here = self.sweep_done - getattr(self, "_done_at_start", 0)

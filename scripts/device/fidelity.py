@@ -27,7 +27,7 @@ import httpx  # noqa: E402
 from workbench import launch, metrics, plan, store
 from workbench.host import engine, vllm_cli
 from workbench.sweep import runner
-from workbench.load import workloads# noqa: E402
+from workbench.load import workloads  # noqa: E402
 
 PLAN = """
 name = "fidelity"

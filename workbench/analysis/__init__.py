@@ -1,44 +1,22 @@
-"""Figures across runs: speedup against the matching baseline, and readable run summaries."""
+"""Figures across runs: every run of an experiment with its speedup, and readable run summaries. Speedups
+are the Compare page's (workbench.analysis.compare): a run over its matching baseline configuration's mean."""
 
 from __future__ import annotations
 
 import json
-import statistics
 
-import sqlite_utils
-
-# A baseline matches a speculative run when everything but the drafting method is the same.
-MATCH = ("experiment_id", "target", "workload", "concurrency", "request_rate", "max_tokens",
-         "temperature", "top_p", "num_prompts")
-
-
-def _match_key(row: dict) -> tuple:
-    return tuple(row.get(k) for k in MATCH)
-
-
-def baseline_throughput(rows: list[dict]) -> dict[tuple, float]:
-    """Mean baseline output tok/s per matching key, over completed repeats."""
-    groups: dict[tuple, list[float]] = {}
-    for r in rows:
-        if r["method"] == "baseline" and r["status"] == "completed" and r["output_tok_s"]:
-            groups.setdefault(_match_key(r), []).append(r["output_tok_s"])
-    return {k: statistics.fmean(v) for k, v in groups.items()}
-
-
-def speedup(row: dict, baselines: dict[tuple, float]) -> float | None:
-    base = baselines.get(_match_key(row))
-    if not base or not row.get("output_tok_s"):
-        return None
-    return row["output_tok_s"] / base
+from workbench import store
+from workbench.analysis import compare
 
 
 def _f(value, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 
-def speedup_table(db: sqlite_utils.Database, experiment_id: int) -> list[dict]:
-    rows = list(db["runs"].rows_where("experiment_id = ?", [experiment_id], order_by="seq"))
-    baselines = baseline_throughput(rows)
+def run_table(db: store.Database, experiment_id: int) -> list[dict]:
+    """Every run of the experiment in plan order, its figures formatted for printing."""
+    rows = store.runs_in_plan_order(db, experiment_id)
+    baselines = compare.baselines(compare.configs(rows))
     table = []
     for r in rows:
         pp = json.loads(r["per_position"]) if r["per_position"] else None
@@ -46,7 +24,7 @@ def speedup_table(db: sqlite_utils.Database, experiment_id: int) -> list[dict]:
             "run": r["id"], "method": r["method"], "n": "" if r["n"] is None else str(r["n"]),
             "workload": r["workload"], "concurrency": str(r["concurrency"]), "status": r["status"],
             "mal": _f(r["mal"], ".2f"), "acceptance_rate": _f(r["acceptance_rate"], ".3f"),
-            "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(speedup(r, baselines), ".2f"),
+            "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(compare.run_speedup(r, baselines), ".2f"),
             "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
             "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
@@ -54,9 +32,17 @@ def speedup_table(db: sqlite_utils.Database, experiment_id: int) -> list[dict]:
     return table
 
 
-def run_summary(db: sqlite_utils.Database, r: dict) -> list[tuple[str, str]]:
-    siblings = list(db["runs"].rows_where("experiment_id = ?", [r["experiment_id"]]))
-    s = speedup(r, baseline_throughput(siblings))
+def _client_cost(r: dict) -> str:
+    cpu, wall, tokens = r.get("client_cpu_s"), r.get("window_s"), r.get("output_tokens")
+    if cpu is None or not wall or not tokens:
+        return "-"
+    return (f"{cpu:.2f} s in {r.get('client_processes') or 1} process(es): {cpu / wall:.2f} cores, "
+            f"{cpu / tokens * 1e4:.3f} per 10k tok/s")
+
+
+def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
+    siblings = store.runs_of_experiment(db, r["experiment_id"])
+    s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
     pp = json.loads(r["per_position"]) if r["per_position"] else None
     return [
         ("run", str(r["id"])), ("status", r["status"] + (f": {r['error']}" if r["error"] else "")),
@@ -64,7 +50,7 @@ def run_summary(db: sqlite_utils.Database, r: dict) -> list[tuple[str, str]]:
         ("N", "-" if r["n"] is None else str(r["n"])), ("workload", r["workload"]),
         ("concurrency", str(r["concurrency"])), ("temperature", str(r["temperature"])),
         ("max tokens", str(r["max_tokens"])), ("requests ok/failed", f"{r['requests_ok']}/{r['requests_failed']}"),
-        ("window (s)", _f(r["window_s"], ".2f")), ("output tokens", str(r["output_tokens"])),
+        ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s", _f(r["output_tok_s"], ".1f")), ("speedup vs baseline", _f(s, ".2f")),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),

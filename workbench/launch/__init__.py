@@ -7,7 +7,6 @@ import os
 import re
 import secrets
 import shlex
-import signal
 import socket
 import subprocess
 import threading
@@ -20,7 +19,7 @@ import httpx
 from huggingface_hub import constants as hf_constants
 
 from workbench import methods
-from workbench.host import vllm_cli
+from workbench.host import process, vllm_cli
 from workbench.host.engine import VllmInstall
 from workbench.plan import Server
 from workbench.plan.profiles import CUDA_DOCKER_FLAGS, CUDA_IMAGE, ROCM_DOCKER_FLAGS, ROCM_IMAGE, SECRET_ENV
@@ -111,6 +110,12 @@ def prepare(server: Server, vllm: VllmInstall, port: int, host_platform: str = "
     return LaunchSpec(vllm_cli.argv(vllm.python, args), args, env, port)
 
 
+def shown_command(spec: LaunchSpec) -> str:
+    """A spec prepared with port 0, as shown before it starts and stored with its runs: PORT
+    stands for the free port chosen at start (docker publishes it as 127.0.0.1:PORT:PORT)."""
+    return spec.command.replace("--port 0", "--port PORT").replace("127.0.0.1:0:0", "127.0.0.1:PORT:PORT")
+
+
 def _docker(server: Server, vllm: VllmInstall, port: int, host_platform: str) -> LaunchSpec:
     """`docker run` of the official image. The container listens on all its interfaces, but the
     port is published on the host's loopback only; secrets pass by name (`-e NAME`)."""
@@ -192,13 +197,12 @@ class LocalServer:
         env.update(self.spec.env)
         # The per-run key goes through the environment, so it never shows in `ps` or the stored command.
         env["VLLM_API_KEY"] = self.api_key
-        self.proc = subprocess.Popen(
+        self.proc = process.start(
             self.spec.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, text=True, errors="replace", bufsize=1,
-            preexec_fn=preexec,
+            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, preexec_fn=preexec,
         )
-        # Its own session, so the group id is its pid: kept, because once a killed leader is reaped
-        # the group can no longer be looked up, yet its engine processes may still be running.
+        # The group id is its pid: kept, because once a killed leader is reaped the group can no
+        # longer be looked up, yet its engine processes may still be running.
         self.pgid = self.proc.pid
         threading.Thread(target=self._pump, daemon=True, name="vllm-log").start()
 
@@ -249,25 +253,8 @@ class LocalServer:
                                timeout=grace_s + 10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        pgid = self.pgid
-        if pgid is not None:
-            try:
-                os.killpg(pgid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        if pgid is not None:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        if self.pgid is not None:
+            process.stop_group(self.proc, self.pgid, grace_s)
         self.pgid = None  # the number may be reused by an unrelated group from now on
 
 

@@ -3,8 +3,7 @@ before a sweep starts and stored with each run they concern."""
 
 from __future__ import annotations
 
-import sqlite_utils
-
+from workbench import store
 from workbench.load import workloads
 from workbench.plan import Plan
 
@@ -21,16 +20,15 @@ ATTACHED = ("attached server: its counters include any other traffic it serves, 
             "include foreign traffic")
 
 
-def _mismatch(plan: Plan, db: sqlite_utils.Database | None) -> list[str]:
+def _mismatch(plan: Plan, db: store.Database | None) -> list[str]:
     """Runs already in the database for the same target under other sampling settings."""
-    if db is None or "runs" not in db.table_names() or not plan.runs:
+    if db is None or not plan.runs:
         return []
     target = plan.runs[0].server.target
     temps = {r.temperature for r in plan.runs}
     maxes = {r.max_tokens for r in plan.runs}
     out = []
-    rows = db.execute("SELECT DISTINCT temperature, max_tokens FROM runs WHERE target = ? AND status = 'completed'",
-                      [target]).fetchall()
+    rows = store.sampling_of_completed(db, target)
     other_t = sorted({t for t, _ in rows if t is not None and t not in temps})
     other_m = sorted({m for _, m in rows if m is not None and m not in maxes})
     if other_t:
@@ -42,7 +40,7 @@ def _mismatch(plan: Plan, db: sqlite_utils.Database | None) -> list[str]:
     return out
 
 
-def for_runs(plan: Plan, db: sqlite_utils.Database | None = None) -> dict[str, list[str]]:
+def for_runs(plan: Plan, db: store.Database | None = None) -> dict[str, list[str]]:
     """Warnings per run key."""
     shared = _mismatch(plan, db)
     out: dict[str, list[str]] = {}
@@ -61,7 +59,7 @@ def for_runs(plan: Plan, db: sqlite_utils.Database | None = None) -> dict[str, l
     return out
 
 
-def for_plan(plan: Plan, db: sqlite_utils.Database | None = None) -> list[str]:
+def for_plan(plan: Plan, db: store.Database | None = None) -> list[str]:
     """The distinct warnings of a plan, in a stable order, for showing before it runs."""
     seen: list[str] = []
     for warnings in for_runs(plan, db).values():

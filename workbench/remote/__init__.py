@@ -3,7 +3,8 @@
 The system OpenSSH client does the connecting, so ~/.ssh/config, the agent, ProxyJump and known
 hosts all behave as in a terminal. On the host, `python -m workbench.remote.agent` does the work
 (see that module); the remote database stays the source of truth and the local one mirrors its
-rows by primary key, so a reconnect resumes from the highest id it holds without duplicates.
+rows by primary key (workbench.store.mirror), so a reconnect resumes from the highest id it holds
+without duplicates.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import sqlite3
 import statistics
 import subprocess
 import threading
@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-import sqlite_utils
-
 from workbench import paths, store
-from workbench.remote.agent import APPEND_TABLES, MUTABLE_TABLES
 
 DEFAULT_DATA_DIR = "~/.local/share/draftbench"
 
@@ -182,113 +179,6 @@ def check(host: RemoteHost, timeout: float = 120) -> dict:
     return info
 
 
-# --- the local mirror ----------------------------------------------------------------------------
-class Mirror:
-    """Applies one host database's rows to the local database. The local file usually holds other
-    experiments too, so rows get local ids of their own; `remote_rows` maps each host id to its
-    local id (the foreign keys are translated through it), and its highest host id per table is
-    where the stream resumes after a reconnect."""
-
-    PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", "experiments"),
-              "recommendations": ("experiment_id", "experiments"),
-              **{t: ("run_id", "runs") for t in APPEND_TABLES}}
-
-    def __init__(self, db: sqlite_utils.Database, source: str,
-                 on_rows: Callable[[str, list[dict], float], None] | None = None):
-        self.db = db
-        self.source = source
-        self.on_rows = on_rows
-        present = set(db.table_names())  # an older local schema lacks some: their rows are skipped
-        self.columns = {t: set(db[t].columns_dict) - {"id"} for t in (*MUTABLE_TABLES, *APPEND_TABLES) if t in present}
-        with db.conn:
-            db.execute("CREATE TABLE IF NOT EXISTS remote_rows (source TEXT NOT NULL, tbl TEXT NOT NULL, "
-                       "remote_id INTEGER NOT NULL, local_id INTEGER NOT NULL, "
-                       "PRIMARY KEY (source, tbl, remote_id))")
-            db.execute("CREATE INDEX IF NOT EXISTS remote_rows_local ON remote_rows (tbl, local_id)")
-        self.ids: dict[str, dict[int, int]] = {t: {} for t in self.columns}
-        for tbl, rid, lid in db.execute("SELECT tbl, remote_id, local_id FROM remote_rows WHERE source = ? "
-                                        "AND tbl IN ('experiments', 'runs', 'sweeps')", [source]):
-            self.ids[tbl][rid] = lid
-
-    def state(self) -> dict:
-        """Where the stream resumes: the highest host id held per table, and per host run its row
-        count and highest host id (the host resends a run whose rows differ)."""
-        cursors, signature = {}, {}
-        for table in APPEND_TABLES:
-            cursors[table] = self.db.execute("SELECT coalesce(max(remote_id), 0) FROM remote_rows "
-                                             "WHERE source = ? AND tbl = ?", [self.source, table]).fetchone()[0]
-            signature[table] = {str(r[0]): [r[1], r[2]] for r in self.db.execute(
-                f"SELECT run.remote_id, count(*), max(m.remote_id) FROM remote_rows m "
-                f"JOIN {table} x ON x.id = m.local_id "
-                f"JOIN remote_rows run ON run.source = m.source AND run.tbl = 'runs' AND run.local_id = x.run_id "
-                f"WHERE m.source = ? AND m.tbl = ? GROUP BY run.remote_id", [self.source, table])}
-        return {"cursors": cursors, "signature": signature}
-
-    def apply(self, message: dict) -> None:
-        table = message.get("t")
-        if table not in self.columns:
-            return
-        with self.db.conn:
-            if message["k"] == "reset":
-                local_run = self.ids["runs"].get(message["run"])
-                if local_run is not None:
-                    self.db.execute(f"DELETE FROM remote_rows WHERE source = ? AND tbl = ? AND local_id IN "
-                                    f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
-                    self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
-                return
-            rows = [self._apply_row(table, r) for r in message["rows"]]
-        if self.on_rows:
-            self.on_rows(table, [r for r in rows if r], time.time())
-
-    def _apply_row(self, table: str, row: dict) -> dict | None:
-        remote_id = row["id"]
-        local = {k: v for k, v in row.items() if k in self.columns[table]}
-        if table in self.PARENT:
-            key, parent = self.PARENT[table]
-            if local.get(key) is not None:
-                mapped = self.ids[parent].get(local[key])
-                if mapped is None:
-                    return None  # its parent never arrived (cannot happen with the snapshot reads)
-                local[key] = mapped
-        if table in MUTABLE_TABLES:
-            local_id = self.ids[table].get(remote_id)
-            if local_id is not None:
-                if table == "experiments":
-                    local.pop("plan_hash", None)  # never changes, and may carry the host mark here
-                self.db[table].update(local_id, local)
-                return local
-            if table == "experiments" and self.db.execute(
-                    "SELECT 1 FROM experiments WHERE plan_hash = ?", [local["plan_hash"]]).fetchone():
-                # The same plan was run here (or on another host): this host's runs are kept apart.
-                local["plan_hash"] = f"{local['plan_hash']}@{self.source}"
-        elif self.db.execute("SELECT 1 FROM remote_rows WHERE source = ? AND tbl = ? AND remote_id = ?",
-                             [self.source, table, remote_id]).fetchone():
-            return None  # already here (a batch sent again after a reconnect)
-        local_id = self.db[table].insert(local).last_pk
-        self.db.execute("INSERT OR REPLACE INTO remote_rows VALUES (?, ?, ?, ?)", [self.source, table, remote_id, local_id])
-        if table in self.ids:
-            self.ids[table][remote_id] = local_id
-        return local
-
-
-def mirrored_rows(db: sqlite_utils.Database, source: str, table: str) -> list[dict]:
-    """A table's rows from one host as that host stores them: host ids, host foreign keys."""
-    back = {t: {lid: rid for rid, lid in db.execute(
-        "SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ?", [source, t])}
-        for t in ("experiments", "runs")}
-    out = []
-    for rid, lid in db.execute("SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ? "
-                               "ORDER BY remote_id", [source, table]).fetchall():
-        row = dict(db[table].get(lid))
-        row["id"] = rid
-        if table in Mirror.PARENT:
-            key, parent = Mirror.PARENT[table]
-            if row.get(key) is not None:
-                row[key] = back[parent][row[key]]
-        out.append(row)
-    return out
-
-
 def source_of(host: "RemoteHost", db: str) -> str:
     return f"{host.label}:{db}"
 
@@ -317,12 +207,12 @@ class Stream:
     """Follows a remote sweep: events out to `events_out`, rows into the local database; the SSH
     connection is re-established (with backoff) when it drops, resuming where the mirror stands."""
 
-    def __init__(self, host: RemoteHost, launched: Launched, local_db: sqlite_utils.Database,
+    def __init__(self, host: RemoteHost, launched: Launched, local_db: store.Database,
                  events_out: TextIO, on_rows=None, on_status: Callable[[str], None] | None = None,
                  retry_for_s: float = 600.0):
         self.host = host
         self.launched = launched
-        self.mirror = Mirror(local_db, source_of(host, launched.db))
+        self.mirror = store.Mirror(local_db, source_of(host, launched.db))
         self.events_out = events_out
         self.offset = 0
         self.on_status = on_status or (lambda s: None)
@@ -349,8 +239,8 @@ class Stream:
         # by the initial scrape: the lag derived from it is an upper bound.
         started = self._started.get(row["run_id"])
         if started is None:
-            found = self.mirror.db.execute("SELECT started FROM runs WHERE id = ?", [row["run_id"]]).fetchone()
-            started = self._started[row["run_id"]] = (found[0] if found else None) or 0.0
+            found = store.run(self.mirror.db, row["run_id"])
+            started = self._started[row["run_id"]] = (found["started"] if found else None) or 0.0
         return started + row["t"]
 
     def lag_summary(self) -> str:
@@ -404,7 +294,7 @@ class Stream:
             elif kind in ("rows", "reset"):
                 try:
                     self.mirror.apply(message)
-                except sqlite3.DatabaseError as exc:
+                except store.DatabaseError as exc:
                     self.stop()
                     raise RemoteError(f"the local database refused rows of {message.get('t')} "
                                       f"from {self.host.label}: {exc}") from None

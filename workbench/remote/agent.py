@@ -1,6 +1,6 @@
 """The host side of a remote run: `python -m workbench.remote.agent COMMAND`, started over SSH.
 
-Stdlib and the store only, so it answers quickly on the host. Every reply is JSON on stdout;
+Stdlib, the store and the process helper only, so it answers quickly on the host. Every reply is JSON on stdout;
 `follow` writes one JSON object per line until the sweep's runner is gone and all is sent.
 """
 
@@ -10,18 +10,17 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
-import sqlite3
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-# Tables whose rows are only ever appended (streamed by id) and those whose rows change in place
-# (sent again whenever their content changes). Order matters: parents before children.
-MUTABLE_TABLES = ("experiments", "runs", "sweeps", "recommendations")
-APPEND_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
+from workbench import store
+from workbench.host import process
+
+# Rows of store.RUN_TABLES are only ever appended (streamed by id); those of store.MUTABLE_TABLES
+# change in place (sent again whenever their content changes), parents before children.
 POLL_S = 0.25
 BATCH = 2000
 
@@ -65,38 +64,21 @@ def launch(args) -> int:
     argv = [sys.executable, "-m", "workbench.cli", "run", str(plan), "--db", str(db),
             "--events", str(events), "--log", str(log), *args.extra]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                start_new_session=True, close_fds=True)
+        proc = process.start(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, close_fds=True)
     print(json.dumps({"pid": proc.pid, "plan": str(plan), "events": str(events), "log": str(log),
                       "db": str(db)}))
     return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A finished child of nobody's is a zombie until reaped; /proc tells them apart.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 class Follower:
     """Sends the rows the local mirror lacks, then new ones as they are written, and the events."""
 
     def __init__(self, db_path: str, events_path: str | None, offset: int, state: dict, out=sys.stdout):
-        self.conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
-        self.conn.row_factory = sqlite3.Row
+        self.source = store.Source(db_path)
         self.events_path = events_path
         self.offset = offset
         self.out = out
-        self.cursors = {t: int(state.get("cursors", {}).get(t) or 0) for t in APPEND_TABLES}
+        self.cursors = {t: int(state.get("cursors", {}).get(t) or 0) for t in store.RUN_TABLES}
         self.sent: dict[tuple[str, int], str] = {}
         self.local_signature = state.get("signature", {})
         self.status: dict[int, str] = {}
@@ -104,20 +86,17 @@ class Follower:
     def send(self, message: dict) -> None:
         self.out.write(json.dumps(message, separators=(",", ":")) + "\n")
 
-    def _tables(self) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
     def reconcile(self) -> None:
         """Runs whose rows differ from the local copy (a resumed run rewrites its rows, and SQLite
         may hand the freed ids out again) are sent whole, replacing the local ones."""
-        tables = self._tables()
-        for table in APPEND_TABLES:
+        tables = self.source.tables()
+        for table in store.RUN_TABLES:
             if table not in tables:
                 continue
             remote, lowest = {}, {}
-            for r in self.conn.execute(f"SELECT run_id, count(*), max(id), min(id) FROM {table} GROUP BY run_id"):
-                remote[str(r[0])] = [r[1], r[2]]
-                lowest[str(r[0])] = r[3]
+            for run_id, (count, highest, low) in self.source.run_signatures(table).items():
+                remote[run_id] = [count, highest]
+                lowest[run_id] = low
             local = self.local_signature.get(table, {})
             for run_id in sorted(set(remote) | set(local), key=int):
                 if remote.get(run_id) == local.get(run_id):
@@ -125,23 +104,20 @@ class Follower:
                 # Rows above the cursor arrive by streaming anyway; the rest is sent whole.
                 if run_id in local or lowest[run_id] <= self.cursors[table]:
                     self.send({"k": "reset", "t": table, "run": int(run_id)})
-                    rows = [dict(r) for r in self.conn.execute(
-                        f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", [int(run_id)])]
+                    rows = self.source.rows_of_run(table, int(run_id))
                     for i in range(0, len(rows), BATCH):
                         self.send({"k": "rows", "t": table, "rows": rows[i:i + BATCH]})
 
     def poll(self) -> int:
         """One consistent snapshot (a read transaction): parents first, then the children."""
         sent = 0
-        tables = self._tables()
-        self.conn.execute("BEGIN")
-        try:
-            for table in MUTABLE_TABLES:
+        tables = self.source.tables()
+        with self.source.snapshot():
+            for table in store.MUTABLE_TABLES:
                 if table not in tables:
                     continue
                 changed = []
-                for r in self.conn.execute(f"SELECT * FROM {table} ORDER BY id"):
-                    row = dict(r)
+                for row in self.source.all_rows(table):
                     blob = json.dumps(row, sort_keys=True, default=str)
                     if self.sent.get((table, row["id"])) != blob:
                         self.sent[(table, row["id"])] = blob
@@ -153,27 +129,24 @@ class Follower:
                 if changed:
                     self.send({"k": "rows", "t": table, "rows": changed})
                     sent += len(changed)
-            for table in APPEND_TABLES:
+            for table in store.RUN_TABLES:
                 if table not in tables:
                     continue
                 while True:
-                    rows = [dict(r) for r in self.conn.execute(
-                        f"SELECT * FROM {table} WHERE id > ? ORDER BY id LIMIT {BATCH}", [self.cursors[table]])]
+                    rows = self.source.rows_after(table, self.cursors[table], BATCH)
                     if not rows:
                         break
                     self.cursors[table] = rows[-1]["id"]
                     self.send({"k": "rows", "t": table, "rows": rows})
                     sent += len(rows)
-        finally:
-            self.conn.execute("COMMIT")
         return sent
 
     def _reset_run(self, run_id: int, tables: set[str]) -> None:
         # A rerun deleted the run's rows; ids above what remains may be handed out again.
-        for table in APPEND_TABLES:
+        for table in store.RUN_TABLES:
             if table in tables:
                 self.send({"k": "reset", "t": table, "run": run_id})
-                top = self.conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0
+                top = self.source.max_id(table)
                 self.cursors[table] = min(self.cursors[table], top)
 
     def read_events(self) -> list[bytes]:
@@ -194,7 +167,7 @@ class Follower:
         self.reconcile()
         beat = 0.0
         while True:
-            running = pid is not None and _alive(pid)
+            running = pid is not None and process.alive(pid)
             # Events are read before the rows: the runner commits a row before it names it in an
             # event, so every row an event refers to is in this snapshot and arrives first.
             lines = self.read_events()
@@ -217,7 +190,7 @@ def follow(args) -> int:
     state = json.loads(sys.stdin.readline() or "{}")
     db = os.path.expanduser(args.db)
     pid = args.pid or None
-    while not os.path.exists(db) and pid and _alive(pid):
+    while not os.path.exists(db) and pid and process.alive(pid):
         time.sleep(POLL_S)  # the runner creates the database a moment after it starts
     if not os.path.exists(db):
         print(f"no database at {db}", file=sys.stderr)
@@ -233,33 +206,20 @@ def latest(args) -> int:
     if not os.path.exists(db):
         print(json.dumps(None))
         return 0
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    row = conn.execute("SELECT pid, events_path, finished FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
-    print(json.dumps(row and {"pid": row[0], "events": row[1], "finished": row[2], "db": db}))
+    sweep = store.latest_sweep(db)
+    print(json.dumps(sweep and {**sweep, "db": db}))
     return 0
 
 
 def stop(args) -> int:
     """SIGTERM to the runner: it stops its server and marks the run in flight cancelled."""
-    try:
-        os.kill(args.pid, 15)
-    except ProcessLookupError:
-        print(json.dumps({"stopped": False}))
-        return 0
-    print(json.dumps({"stopped": True}))
+    print(json.dumps({"stopped": process.send(args.pid, signal.SIGTERM)}))
     return 0
 
 
 def dump(args) -> int:
     """A consistent copy of the database (SQLite's online backup) written to stdout."""
-    src = sqlite3.connect(f"file:{os.path.expanduser(args.db)}?mode=ro", uri=True, timeout=30)
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = os.path.join(tmp, "copy.sqlite")
-        dst = sqlite3.connect(copy)
-        src.backup(dst)
-        dst.close()
-        with open(copy, "rb") as f:
-            shutil.copyfileobj(f, sys.stdout.buffer)
+    store.backup(os.path.expanduser(args.db), sys.stdout.buffer)
     sys.stdout.flush()
     return 0
 

@@ -41,6 +41,13 @@ def cell(row: dict, key: str, fmt: str) -> str:
     return fmt.format(value)
 
 
+def shown(row: dict, key: str, fmt: str) -> str:
+    """A cell of the speedup table as the Compare page and `draftbench show` print it: the target
+    by its folder or repo name (the report keeps the whole path)."""
+    value = cell(row, key, fmt)
+    return value.rstrip("/").rsplit("/", 1)[-1] if key == "target" else value
+
+
 def speedup_html(table: list[dict]) -> str:
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in TABLE_COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(cell(r, k, f))}</td>" for k, _, f in TABLE_COLUMNS)

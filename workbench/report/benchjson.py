@@ -11,8 +11,6 @@ import json
 import time
 from pathlib import Path
 
-import sqlite_utils
-
 from workbench import methods, store
 
 # bench field -> our run column, for the figures that mean the same thing in the same unit.
@@ -61,7 +59,7 @@ def to_run(data: dict) -> dict:
     return row
 
 
-def import_file(db: sqlite_utils.Database, path: str | Path, method: str = "baseline", n: int | None = None,
+def import_file(db: store.Database, path: str | Path, method: str = "baseline", n: int | None = None,
                 draft: str | None = None, target: str | None = None, workload: str | None = None) -> int:
     """Store a bench result as a completed run of its own experiment; returns the run id."""
     data = read(path)
@@ -74,9 +72,9 @@ def import_file(db: sqlite_utils.Database, path: str | Path, method: str = "base
     digest = hashlib.sha256(raw).hexdigest()[:16]
     exp = store.experiment_for(db, f"imported {Path(path).name}", f"bench:{digest}", raw.decode(errors="replace"),
                                str(path), {"source": "vllm bench serve", "date": data.get("date")})
-    existing = db.execute("SELECT id FROM runs WHERE experiment_id = ?", [exp]).fetchone()
-    if existing:
-        return existing[0]
+    existing = store.first_run_of_experiment(db, exp)
+    if existing is not None:
+        return existing
     concurrency = data.get("max_concurrency") or data.get("num_prompts") or 1
     rate = data.get("request_rate")
     row = {
@@ -88,8 +86,7 @@ def import_file(db: sqlite_utils.Database, path: str | Path, method: str = "base
         "command": "vllm bench serve (imported)", "started": time.time(), "finished": time.time(),
         **to_run(data),
     }
-    with db.conn:
-        return db["runs"].insert(row).last_pk
+    return store.add_imported_run(db, row)
 
 
 def export_run(row: dict) -> dict:

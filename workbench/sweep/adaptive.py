@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench import store
+from workbench import events, store
 from workbench.analysis import compare, recommend
 from workbench.plan import Plan, Run
 from workbench.sweep.runner import Runner
@@ -85,12 +85,11 @@ class AdaptiveRunner(Runner):
                  or any(c.matches(r) and r.server.n in recommend.probes(c.ns) for c in self.contexts)]
         pending = self.register(plan.part(first))
         # The whole plan is the upper bound of the sweep; it ends early when the best N is confirmed.
-        done = {r["key"] for r in store.runs(self.db, "experiment_id = ? AND status = 'completed'",
-                                             [self.experiment_id])}
+        done = store.completed_run_keys(self.db, self.experiment_id)
         total = sum(r.key not in done for r in plan.runs)
         self.start_sweep(len(plan.runs), total)
-        self.emit({"event": "adaptive_started", "contexts": len(self.contexts),
-                   "probes": {c.label: recommend.probes(c.ns) for c in self.contexts}})
+        self.emit(events.AdaptiveStarted(contexts=len(self.contexts),
+                                         probes={c.label: recommend.probes(c.ns) for c in self.contexts}))
         attempted: set[str] = set()
         try:
             while not self.cancelled:
@@ -113,7 +112,7 @@ class AdaptiveRunner(Runner):
         """From everything measured so far: each context's prediction and the N it needs next.
         An N counts as measured once all its repeats are; the first prediction is always the one
         from the probes alone, so a resumed sweep reports the same figures."""
-        rows = store.runs(self.db, "experiment_id = ?", [self.experiment_id])
+        rows = store.runs_of_experiment(self.db, self.experiment_id)
         done = {r["key"] for r in rows if r["status"] == "completed"}
         cs = compare.configs(rows)
         baselines = [c for c in cs if c.method == "baseline"]
@@ -132,14 +131,14 @@ class AdaptiveRunner(Runner):
                 rec = recommend.for_group(spec[id(ctx)], ctx.ns, *noise_all)
             except recommend.RecommendError as exc:
                 ctx.error = str(exc)
-                self.emit({"event": "prediction", "context": ctx.label, "error": ctx.error, "next_n": []})
+                self.emit(events.Prediction(context=ctx.label, error=ctx.error, next_n=[]))
                 continue
             ctx.last = rec
             chosen[id(ctx)] = [n for n in recommend.next_to_measure(rec, ctx.measured) if n in ctx.ns]
-            self.emit({"event": "prediction", "context": ctx.label, "best_n": rec.best_n,
-                       "uncertain": rec.uncertain, "runner_up": rec.runner_up, "measured_n": sorted(ctx.measured),
-                       "next_n": chosen[id(ctx)],
-                       "curve": [[p.n, round(p.speedup, 4), round(p.half_width, 4)] for p in rec.curve]})
+            self.emit(events.Prediction(
+                context=ctx.label, best_n=rec.best_n, uncertain=rec.uncertain, runner_up=rec.runner_up,
+                measured_n=sorted(ctx.measured), next_n=chosen[id(ctx)],
+                curve=[[p.n, round(p.speedup, 4), round(p.half_width, 4)] for p in rec.curve]))
         return chosen
 
     def _conclude(self) -> list[dict]:
@@ -147,13 +146,12 @@ class AdaptiveRunner(Runner):
         for ctx in self.contexts:
             rec = ctx.last
             message = ctx.message()
-            event = {"event": "recommendation", "context": ctx.label, "message": message,
-                     "runs_used": len(ctx.measured) + 1, "runs_total": len(ctx.ns) + 1}
+            figures = {}
             if rec is not None:
                 predicted = (ctx.first or rec).at(rec.best_n)
-                event.update({"best_n": rec.best_n, "predicted_speedup": predicted.speedup,
-                              "predicted_half_width": predicted.half_width, "measured_speedup": rec.best.measured,
-                              "uncertain": rec.uncertain})
+                figures = {"best_n": rec.best_n, "predicted_speedup": predicted.speedup,
+                           "predicted_half_width": predicted.half_width, "measured_speedup": rec.best.measured,
+                           "uncertain": rec.uncertain}
                 rows.append({
                     "experiment_id": self.experiment_id, "target": self.plan.runs[0].server.target,
                     "method": ctx.method[0], "draft": ctx.method[1], "options": json.dumps(dict(ctx.method[2])),
@@ -166,10 +164,9 @@ class AdaptiveRunner(Runner):
                     "curve": json.dumps([{"n": p.n, "speedup": p.speedup, "half_width": p.half_width,
                                           "measured": p.measured} for p in rec.curve]),
                     "summary": message, "created": time.time()})
+            event = events.Recommendation(context=ctx.label, message=message, runs_used=len(ctx.measured) + 1,
+                                          runs_total=len(ctx.ns) + 1, **figures)
             self.emit(event)
-            results.append(event)
-        with self.db.conn:
-            self.db.execute("DELETE FROM recommendations WHERE experiment_id = ?", [self.experiment_id])
-            if rows:
-                self.db["recommendations"].insert_all(rows)
+            results.append(event.to_json())
+        self.record.recommendations(self.experiment_id, rows)
         return results

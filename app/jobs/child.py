@@ -1,0 +1,99 @@
+"""A `draftbench` child process of the app (a sweep's runner, a training run): started in its own
+session, followed through its events file, stopped with SIGTERM.
+
+Its own session, so that closing the app can leave a sweep running and a terminal's Ctrl+C does
+not reach it; the app, opened again, follows it by pid and events file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from workbench import events
+from workbench.host import process
+
+
+def draftbench_argv(*args: str) -> tuple[str, list[str]]:
+    """The `draftbench` command line for a child process of the app."""
+    # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
+    prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
+    return sys.executable, [*prefix, *args]
+
+
+class Child(QObject):
+    """Emits each event of the child as a typed record, then `ended` once it has exited (or sent
+    one of the `final` kinds) and every event it wrote has been emitted."""
+
+    event = Signal(object)
+    ended = Signal()
+    final: tuple[type[events.Event], ...] = ()
+
+    def __init__(self, pid: int, events_path: Path, stderr_path: Path | None = None, parent=None,
+                 proc: subprocess.Popen | None = None):
+        super().__init__(parent)
+        self.pid = pid
+        self.proc = proc  # None for a child an earlier run of the app started
+        self.events_path = events_path
+        self.stderr_path = stderr_path
+        self.follower = events.Follower(events_path)
+        self._ended = False
+        self.timer = QTimer(self, interval=200)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start()
+
+    @classmethod
+    def start(cls, args: list[str], events_path: Path, stderr_path: Path, cwd: Path, parent=None):
+        """`draftbench ARGS` with its output going to `stderr_path`; raises OSError when it cannot start."""
+        program, argv = draftbench_argv(*args)
+        with open(stderr_path, "ab") as log:
+            proc = process.start([program, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd)
+        return cls(proc.pid, events_path, stderr_path, parent, proc)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None if self.proc is not None else process.alive(self.pid)
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once it ended (None while it runs, and for a child an earlier run of the app started)."""
+        return self.proc.poll() if self.proc is not None else None
+
+    def poll(self) -> None:
+        if self._ended:
+            return
+        running = self.alive  # asked before reading, so the events it wrote before exiting are read
+        for event in self.follower.read():
+            self.event.emit(event)
+            if isinstance(event, self.final):
+                self._finish()
+        if not running:
+            self._finish()
+
+    def _finish(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self.timer.stop()
+            self.ended.emit()
+
+    def stop(self) -> None:
+        """SIGTERM: the child stops what it runs (a server, a trainer), keeps what is finished, and exits."""
+        if self.alive:  # once reaped, the pid may be another process's
+            process.send(self.pid)
+
+    def wait(self, timeout_s: float) -> None:
+        """Waits for a child this app started to exit, then emits what is left (its end included)."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.poll()
+
+    def stderr_tail(self, n: int = 5) -> str:
+        if not self.stderr_path or not self.stderr_path.exists():
+            return ""
+        return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])

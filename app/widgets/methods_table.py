@@ -1,0 +1,149 @@
+"""The Experiment page's drafting methods: one row per method (its draft, N values and options),
+and the form's parsers for comma-separated numbers and key=value options."""
+
+from __future__ import annotations
+
+import tomllib
+
+import tomli_w
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QFileDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
+)
+
+from workbench import methods, plan
+
+METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(";", ",").split(",") if v.strip()]
+    except ValueError:
+        raise plan.PlanError(f"{what}: write whole numbers separated by commas, e.g. 1, 2, 4") from None
+    if not values:
+        raise plan.PlanError(f"{what} is empty")
+    return values
+
+
+def parse_options(text: str, what: str) -> dict:
+    """`key=value, key=value` (values as TOML: numbers, true/false, "strings")."""
+    if not text.strip():
+        return {}
+    try:
+        return tomllib.loads("\n".join(part.strip() for part in text.split(",") if part.strip()))
+    except tomllib.TOMLDecodeError:
+        raise plan.PlanError(f"{what}: write options as key=value, separated by commas") from None
+
+
+def format_options(options: dict) -> str:
+    return ", ".join(tomli_w.dumps({k: v}).strip() for k, v in options.items())
+
+
+class MethodRow(QWidget):
+    removed = Signal(object)
+    changed = Signal()
+
+    def __init__(self, entry: dict | None = None):
+        super().__init__()
+        entry = entry or {"method": "ngram", "n": [1, 2, 3]}
+        self.method = QComboBox()
+        for name in METHOD_CHOICES:
+            self.method.addItem(methods.METHODS[name].label, name)
+            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
+        self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
+        self.draft = QLineEdit(entry.get("draft", ""))
+        self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
+        browse = QPushButton("…")
+        browse.setToolTip("Choose a draft model folder")
+        browse.setFixedWidth(28)
+        browse.clicked.connect(self._browse)
+        ns = entry.get("n", [])
+        self.n = QLineEdit(", ".join(str(v) for v in (ns if isinstance(ns, list) else [ns])))
+        self.n.setPlaceholderText("N values, e.g. 1, 2, 3")
+        self.n.setToolTip("Numbers of speculative tokens per step (num_speculative_tokens); one run per value")
+        self.options = QLineEdit(format_options(entry.get("options", {})))
+        self.options.setPlaceholderText("options, e.g. prompt_lookup_max=4")
+        self.optional = entry.get("optional", False)
+        remove = QPushButton("Remove")
+        remove.clicked.connect(lambda: self.removed.emit(self))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.n.setMinimumWidth(110)
+        self.options.setMinimumWidth(150)
+        layout.addWidget(self.method, 2)
+        layout.addWidget(self.draft, 3)
+        layout.addWidget(browse)
+        layout.addWidget(self.n, 2)
+        layout.addWidget(self.options, 3)
+        layout.addWidget(remove)
+        for w in (self.draft, self.n, self.options):
+            w.textChanged.connect(self.changed)
+        self.method.currentIndexChanged.connect(self._method_changed)
+        self._method_changed()
+
+    def _method_changed(self) -> None:
+        spec = methods.METHODS[self.method.currentData()]
+        self.draft.setEnabled(spec.draft != "none")
+        self.draft.setToolTip({"required": "This method needs a draft checkpoint",
+                               "optional": "Optional: a separate draft checkpoint (e.g. a Gemma 4 assistant)",
+                               "none": "This method uses no draft weights"}[spec.draft])
+        self.changed.emit()
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Draft model folder")
+        if folder:
+            self.draft.setText(folder)
+
+    def entry(self, i: int) -> dict:
+        what = f"method #{i}"
+        out: dict = {"method": self.method.currentData(), "n": parse_ints(self.n.text(), f"{what} N values")}
+        if self.draft.isEnabled() and self.draft.text().strip():
+            out["draft"] = self.draft.text().strip()
+        options = parse_options(self.options.text(), f"{what} options")
+        if options:
+            out["options"] = options
+        if self.optional:
+            out["optional"] = True
+        return out
+
+
+class MethodsTable(QGroupBox):
+    """The rows of drafting methods; `changed` on any edit, addition or removal."""
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Drafting methods (a no-speculation baseline is always added)", parent)
+        self.rows: list[MethodRow] = []
+        self.box = QVBoxLayout()
+        add = QPushButton("Add method")
+        add.clicked.connect(lambda: self.add({"method": "ngram", "n": [2]}))
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("method · draft checkpoint · N values · options"))
+        layout.addLayout(self.box)
+        layout.addWidget(add, alignment=Qt.AlignLeft)
+
+    def add(self, entry: dict) -> None:
+        row = MethodRow(entry)
+        row.removed.connect(self.remove)
+        row.changed.connect(self.changed)
+        self.rows.append(row)
+        self.box.addWidget(row)
+        self.changed.emit()
+
+    def remove(self, row: MethodRow) -> None:
+        self.rows.remove(row)
+        row.setParent(None)
+        row.deleteLater()
+        self.changed.emit()
+
+    def set_entries(self, entries: list[dict]) -> None:
+        """The plan's methods; its baseline entry is not a row (the baseline is always run)."""
+        for row in list(self.rows):
+            self.remove(row)
+        for entry in entries:
+            if entry.get("method") != "baseline":
+                self.add(entry)
+
+    def entries(self) -> list[dict]:
+        return [row.entry(i) for i, row in enumerate(self.rows, 1)]

@@ -1,0 +1,203 @@
+"""Draftbench's runner against `vllm bench serve`, alternated over rounds on one GPU server.
+
+For each server configuration (the baseline, or a speculative method) one vLLM server is started
+and kept; at every concurrency both clients send the same prompts with the same sampling, the
+order alternating from round to round (Draftbench first in even rounds, `vllm bench serve` first in
+odd ones), after one untimed pass that leaves every prompt's prefix in the cache for both sides.
+Draftbench is measured through its whole runner (an attach profile: scrapes, database writes and
+telemetry included), as a user runs it. Printed: the median of each side's rounds and their
+spread ((max - min) / median), the ratio of medians, MAL and per-position acceptance of both,
+and the client's CPU per 10k output tok/s. Results append to OUT/fidelity.json.
+
+usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py --target DIR --config baseline \
+    [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 3] [--max-tokens 256] --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+from workbench import launch, plan, store  # noqa: E402
+from workbench.host import engine, vllm_cli  # noqa: E402
+from workbench.load import workloads  # noqa: E402
+from workbench.sweep import runner  # noqa: E402
+
+PLAN = """
+name = "{name}"
+[target]
+model = "{target}"
+served_name = "smol"
+max_model_len = {max_model_len}
+[profile]
+kind = "attach"
+base_url = "{base_url}"
+api_key_env = "DRAFTBENCH_FIDELITY_KEY"
+{method}
+[workload]
+names = ["builtin"]
+num_prompts = {prompts}
+max_tokens = {max_tokens}
+warmup = 0
+concurrency = [{concurrency}]
+temperature = 0.0
+"""
+
+
+def prompts_for(concurrency: int, window_tokens: int, max_tokens: int) -> int:
+    """Enough requests for a window of about `window_tokens` output tokens, and at least four
+    waves of the concurrency (a window of one wave measures its ramp and tail, not the server)."""
+    return max(16, 4 * concurrency, window_tokens // max_tokens)
+
+
+def spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
+
+
+def vllm_bench(install, base, key, target, prompts, max_tokens, concurrency, out: Path) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = Path(tmp) / "prompts.jsonl"
+        dataset.write_text("".join(json.dumps({"prompt": x.text}) + "\n" for x in prompts))
+        result = Path(tmp) / "result.json"
+        args = ["bench", "serve", "--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
+                "--base-url", base, "--model", "smol", "--tokenizer", target,
+                "--dataset-name", "custom", "--dataset-path", str(dataset),
+                "--num-prompts", str(len(prompts)), "--custom-output-len", str(max_tokens),
+                "--max-concurrency", str(concurrency), "--temperature", "0",
+                "--num-warmups", "0", "--disable-tqdm", "--save-result", "--result-filename", str(result),
+                # The prompts are chat messages on both sides: no template applied twice.
+                "--skip-chat-template"]
+        done = subprocess.run(vllm_cli.argv(install.python, args), capture_output=True, text=True, timeout=900,
+                              env={**os.environ, "OPENAI_API_KEY": key})
+        if done.returncode != 0:
+            (out / "vllm-bench-error.log").write_text(done.stdout[-8000:] + done.stderr[-8000:])
+            raise SystemExit(f"vllm bench serve failed (exit {done.returncode}); see vllm-bench-error.log")
+        return json.loads(result.read_text())
+
+
+def draftbench(install, db_path: Path, text: str) -> dict:
+    p = plan.loads(text, path="fidelity.toml")
+    runner.Runner(p, str(db_path), install, emit=lambda e: None).run()
+    db = store.open_db(db_path)
+    return [r for r in store.runs(db) if r["status"] == "completed"][-1]
+
+
+def measure_config(install, args, label: str, method: str | None, n: int | None, out: Path,
+                   deadline: float) -> list[dict]:
+    options = {"prompt_lookup_min": 2, "prompt_lookup_max": 4} if method == "ngram" else {}
+    extra = ("--gpu-memory-utilization", "0.5", "--max-num-seqs", str(max(args.concurrency)), "--seed", "0")
+    config = plan.Server(args.target, "smol", method or "baseline", n, None, tuple(sorted(options.items())),
+                         args.max_model_len, "bfloat16", extra, (), False, method is not None)
+    srv = launch.LocalServer(launch.prepare(config, install, launch.free_port(), args.platform))
+    t0 = time.time()
+    srv.start()
+    rows = []
+    try:
+        srv.wait_healthy(900)
+        print(f"[{label}] server ready in {time.time() - t0:.0f} s", flush=True)
+        base, key = srv.spec.base_url, srv.api_key
+        os.environ["DRAFTBENCH_FIDELITY_KEY"] = key
+        # The plan lists no method: an attached server is measured as it is, and its counters give
+        # MAL and per-position acceptance whatever the run is called (a listed method would add a
+        # second, baseline-labelled run against the same server).
+        method_toml = ""
+        db_path = out / f"fidelity-{label}.sqlite"
+        for c in args.concurrency:
+            count = prompts_for(c, args.window_tokens, args.max_tokens)
+            prompts = workloads.sample(workloads.load("builtin"), count, seed=0)
+            # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
+            vllm_bench(install, base, key, args.target, prompts, 32, c, out)
+            ours, theirs = [], []
+            for k in range(args.rounds):
+                if time.time() > deadline:
+                    print(f"[{label}] time budget reached at c={c}, round {k}", flush=True)
+                    break
+                sides = ("draftbench", "vllm") if k % 2 == 0 else ("vllm", "draftbench")
+                for side in sides:
+                    if side == "draftbench":
+                        text = PLAN.format(name=f"fid-{label}-c{c}-r{k}", target=args.target,
+                                           max_model_len=args.max_model_len, base_url=base, method=method_toml,
+                                           prompts=count, max_tokens=args.max_tokens, concurrency=c)
+                        ours.append(draftbench(install, db_path, text))
+                    else:
+                        theirs.append(vllm_bench(install, base, key, args.target, prompts, args.max_tokens, c, out))
+            if not ours or not theirs:
+                break
+            a = [r["output_tok_s"] for r in ours]
+            b = [r["output_throughput"] for r in theirs]
+            cpu = [r.get("client_cpu_s") / r["output_tokens"] * 1e4 for r in ours if r.get("client_cpu_s")]
+            row = {
+                "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
+                "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
+                "ratio": statistics.median(a) / statistics.median(b),
+                "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
+                "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
+                "rounds": len(a), "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
+                "draftbench_mal": [r["mal"] for r in ours],
+                "vllm_bench_mal": [t.get("spec_decode_acceptance_length") for t in theirs],
+                "draftbench_per_position": [json.loads(r["per_position"] or "null") for r in ours],
+                "vllm_bench_per_position": [t.get("spec_decode_per_position_acceptance_rates") for t in theirs],
+                "draftbench_output_tokens": [r["output_tokens"] for r in ours],
+                "vllm_bench_output_tokens": [t["total_output_tokens"] for t in theirs],
+            }
+            rows.append(row)
+            print(f"[{label}] c={c:<4} draftbench {row['draftbench_tok_s']:>9,.0f} tok/s (spread "
+                  f"{row['draftbench_spread']:.1%})  vllm bench {row['vllm_bench_tok_s']:>9,.0f} (spread "
+                  f"{row['vllm_bench_spread']:.1%})  ratio {row['ratio']:.3f}  client CPU/10k tok/s "
+                  f"{row['client_cpu_per_10k_tok_s'] or float('nan'):.3f}  rounds {len(a)}", flush=True)
+    finally:
+        srv.stop()
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--config", action="append", default=[], help="baseline, or METHOD:N (ngram:2)")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128, 256])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--window-tokens", type=int, default=4000)
+    ap.add_argument("--max-model-len", type=int, default=2048)
+    ap.add_argument("--seconds", type=float, default=3600, help="stop starting rounds after this long")
+    ap.add_argument("--platform", default="cuda", help="cuda, rocm, or none for a smoke test on the CPU build")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    install = engine.probe()
+    deadline = time.time() + args.seconds
+    results_file = out / "fidelity.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    for cfg in args.config or ["baseline"]:
+        method, _, n = cfg.partition(":")
+        label = "baseline" if method == "baseline" else f"{method}-n{n}"
+        rows = measure_config(install, args, label, None if method == "baseline" else method,
+                              int(n) if n else None, out, deadline)
+        results = [r for r in results if r["method"] != label or r["concurrency"] not in
+                   {x["concurrency"] for x in rows}] + rows
+        results_file.write_text(json.dumps(results, indent=1))
+    print("\n| method | concurrency | Draftbench tok/s (spread) | vllm bench serve tok/s (spread) | ratio | "
+          "client CPU per 10k tok/s | rounds |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        cpu = r["client_cpu_per_10k_tok_s"]
+        print(f"| {r['method']} | {r['concurrency']} | {r['draftbench_tok_s']:,.0f} ({r['draftbench_spread']:.1%}) | "
+              f"{r['vllm_bench_tok_s']:,.0f} ({r['vllm_bench_spread']:.1%}) | {r['ratio']:.3f} | "
+              f"{'-' if cpu is None else f'{cpu:.3f}'} | {r['rounds']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

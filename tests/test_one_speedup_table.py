@@ -1,0 +1,67 @@
+"""`draftbench show` prints the Compare page's speedup table, row for row and cell for cell, from one
+function (workbench.analysis.compare.speedup_table); with repeats, the speedup carries its interval."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from PySide6.QtCore import Qt
+
+from app.pages.compare_page import ComparePage
+from conftest import copy_db
+from workbench import store
+from workbench.cli.runs import SPEEDUP_TITLE
+
+
+def with_second_repeats(recorded_db, path):
+    """The recorded GPU sweep with a second repeat of every completed run, 4% slower, so each
+    configuration has a mean over two repeats and a 95% interval."""
+    copy_db(recorded_db, path)
+    db = store.open_db(path)
+    exp = store.latest_experiment(db)
+    for r in store.runs_of_experiment(db, exp):
+        if r["status"] == "completed":
+            again = {k: v for k, v in r.items() if k != "id"}
+            again.update(key=f"{r['key']}-2", repeat=2, seq=r["seq"] + 1000, output_tok_s=r["output_tok_s"] * 0.96)
+            store.add_imported_run(db, again)
+    rows = store.runs_of_experiment(db, exp)
+    store.close(db)
+    return rows
+
+
+def shown_table(stdout: str) -> list[list[str]]:
+    """The rows of the table under the title, cut at the columns its dashed line marks."""
+    lines = stdout.splitlines()
+    start = lines.index(SPEEDUP_TITLE) + 1
+    header, dashes, *rest = lines[start:]
+    spans, col = [], 0
+    for part in dashes.split("  "):
+        spans.append((col, col + len(part)))
+        col += len(part) + 2
+    body = []
+    for line in rest:
+        if not line.strip():
+            break
+        body.append([line[a:b].strip() for a, b in spans])
+    return [[header[a:b].strip() for a, b in spans]] + body
+
+
+def test_show_prints_the_compare_pages_table(qtbot, recorded_db, tmp_path):
+    path = tmp_path / "repeats.sqlite"
+    rows = with_second_repeats(recorded_db, path)
+    done = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "--db", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = shown_table(done.stdout)
+
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.set_runs(rows, path)
+    model = page.table_model
+    on_page = [[model.headerData(c, Qt.Horizontal) for c in range(model.columnCount())]]
+    on_page += [[model.data(model.index(r, c)) for c in range(model.columnCount())] for r in range(model.rowCount())]
+    assert len(on_page) == 5  # the header and four configurations: two methods at two concurrencies
+    assert printed == on_page
+    speedups = [row[on_page[0].index("Speedup")] for row in on_page[1:]]
+    assert all(" ± " in s for s in speedups), speedups

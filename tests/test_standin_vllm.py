@@ -1,0 +1,170 @@
+"""The vLLM stand-in (tests/standins/vllm_server.py) against the real output it replays, and the
+runner measuring it through the attach profile: what the fast tier relies on instead of a server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from standins.vllm_server import StandinVllm, final_chunk, recording
+from workbench import launch, load, metrics, plan, store
+from workbench.analysis import compare
+from workbench.load import workloads
+from workbench.sweep import runner
+
+SCRIPT = Path(__file__).parent / "standins" / "vllm_server.py"
+
+
+def _spec(chunk: dict) -> dict:
+    return (chunk.get("metrics") or {}).get("speculative_decoding") or {}
+
+
+@pytest.mark.parametrize("name", ["draft_model_n3", "baseline"])
+def test_the_real_counters_advanced_by_what_the_requests_reported(name):
+    """The stand-in's model, checked on the recording itself: between the two recorded scrapes,
+    vLLM's counters grew by exactly the usage and per-request figures of the recorded answers."""
+    rec = recording(name)
+    w = metrics.window(metrics.parse(rec.meta["metrics_before"]), metrics.parse(rec.meta["metrics_after"]))
+    chunks = [final_chunk(r) for r in rec.streams.values()]
+    assert len(chunks) == len(rec.streams) > 40
+    assert w.generation_tokens == sum(c["usage"]["completion_tokens"] for c in chunks) > 0
+    assert w.prompt_tokens == sum(c["usage"]["prompt_tokens"] for c in chunks)
+    assert w.requests_finished == len(chunks)
+    specs = [_spec(c) for c in chunks]
+    if name == "baseline":
+        assert not any(specs) and w.drafts == 0
+        return
+    assert w.drafts == sum(s["num_spec_steps"] for s in specs) > 0
+    assert w.draft_tokens == sum(s["num_draft_tokens"] for s in specs) == 3 * w.drafts
+    assert w.accepted == sum(s["num_accepted_draft_tokens"] for s in specs)
+    assert list(w.accepted_per_position) == [sum(sum(s["acceptance_histogram"][i + 1:]) for s in specs)
+                                             for i in range(3)]
+
+
+def test_answers_and_refusals_are_the_recorded_ones(standin_server):
+    base, key = standin_server.base_url, standin_server.api_key
+    rec = standin_server.recording.meta
+    assert httpx.get(base + "/health").status_code == 200
+    version = httpx.get(base + "/version").json()
+    assert version == json.loads(rec["get"]["/version"]["body"]) and version["version"].startswith("0.32.0")
+    refused = httpx.get(base + "/v1/models")
+    assert refused.status_code == 401 and refused.text == rec["get"]["/v1/models without key"]["body"]
+    models = httpx.get(base + "/v1/models", headers={"Authorization": f"Bearer {key}"}).json()
+    assert [m["id"] for m in models["data"]] == ["smollm2"]
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "stream": True}
+    assert httpx.post(base + "/v1/chat/completions", json=body).status_code == 401
+    wrong = httpx.post(base + "/v1/chat/completions", json={**body, "model": "nope"},
+                       headers={"Authorization": f"Bearer {key}"})
+    assert wrong.status_code == 404 and "`nope`" in wrong.text
+
+
+def test_streamed_answers_advance_the_counters_as_vllms_do(standin_server):
+    base, key = standin_server.base_url, standin_server.api_key
+    prompts = workloads.sample(workloads.load("builtin"), 6, seed=3)
+    before = metrics.parse(httpx.get(base + "/metrics").text)
+    results = asyncio.run(load.generate(base, key, "smollm2", prompts, load.Sampling(32, 0.0), concurrency=2))
+    after = metrics.parse(httpx.get(base + "/metrics").text)
+    assert all(r.ok for r in results) and all(q["exact"] for q in standin_server.requests[-6:])
+    for p, r in zip(prompts, results):
+        chunk = final_chunk(standin_server.recording.streams[(p.text, 32)])
+        assert r.output_tokens == chunk["usage"]["completion_tokens"] > 0 and r.spec == _spec(chunk)
+        assert r.ttft_ms is not None and r.finish_reason in ("stop", "length")
+    w = metrics.window(before, after)
+    assert w.drafts == sum(r.spec["num_spec_steps"] for r in results) > 0
+    assert w.accepted == sum(r.spec["num_accepted_draft_tokens"] for r in results)
+    assert w.generation_tokens == sum(r.output_tokens for r in results) and w.requests_finished == 6
+    summed = [sum(sum(r.spec["acceptance_histogram"][i + 1:]) for r in results) for i in range(3)]
+    assert list(w.accepted_per_position) == summed
+
+
+ATTACH = """
+name = "stand-in"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+[profile]
+kind = "attach"
+base_url = "{url}"
+api_key_env = "STANDIN_KEY"
+[[methods]]
+method = "draft_model"
+draft = "{draft}"
+n = 3
+[workload]
+num_prompts = 6
+max_tokens = 32
+warmup = 1
+concurrency = [2]
+temperature = 0.0
+"""
+
+
+def test_the_runner_measures_the_standin_through_attach(standin_server, demo_models, vllm_install, tmp_path,
+                                                        monkeypatch):
+    from workbench.checkpoints import demo
+
+    monkeypatch.setenv("STANDIN_KEY", standin_server.api_key)
+    p = plan.loads(ATTACH.format(url=standin_server.base_url, draft=demo_models[demo.DRAFT_NOISY.name]))
+    db_path = tmp_path / "attach.sqlite"
+    summary = runner.Runner(p, str(db_path), vllm_install, emit=lambda e: None, scrape_interval_s=0.1).run()
+    assert summary["completed"] == 1
+    db = store.open_db(db_path, readonly=True)
+    (row,) = store.runs(db)
+    reqs = list(db["requests"].rows_where("run_id = ?", [row["id"]], order_by="idx"))
+    # The six measured prompts were answered with their own recordings, and the row adds them up.
+    sent = workloads.sample(workloads.load("builtin"), 6, seed=row["repeat"])
+    chunks = [final_chunk(standin_server.recording.streams[(q.text, 32)]) for q in sent]
+    assert [r["output_tokens"] for r in reqs] == [c["usage"]["completion_tokens"] for c in chunks]
+    assert row["output_tokens"] == sum(r["output_tokens"] for r in reqs) > 0
+    assert row["drafts"] == sum(_spec(c)["num_spec_steps"] for c in chunks) == sum(r["spec_drafts"] for r in reqs)
+    assert row["accepted"] == sum(r["spec_accepted"] for r in reqs)
+    assert row["mal"] == pytest.approx(1 + row["accepted"] / row["drafts"])
+    survival = [0.0] * 3
+    for r in reqs:
+        for i, s in enumerate(compare.survival_from_histogram(json.loads(r["spec_histogram"]))):
+            survival[i] += s * r["spec_drafts"]
+    assert json.loads(row["per_position"]) == pytest.approx([s / row["drafts"] for s in survival])
+    assert db.execute("SELECT count(*) FROM samples WHERE run_id = ?", [row["id"]]).fetchone()[0] >= 1
+    assert json.loads(row["environment"])["vllm_server"] == httpx.get(standin_server.base_url + "/version").json()["version"]
+
+
+def test_the_standin_runs_as_a_server_process_with_vllms_output():
+    """As `vllm serve` would be: its own process, the run key from VLLM_API_KEY, the recorded
+    start-up output on stdout, stopped with its process group."""
+    port = launch.free_port()
+    srv = launch.LocalServer(launch.LaunchSpec([sys.executable, str(SCRIPT), "--port", str(port)], [], {}, port))
+    srv.start()
+    try:
+        srv.wait_healthy(60)
+        base = srv.spec.base_url
+        assert httpx.get(base + "/v1/models").status_code == 401
+        assert httpx.get(base + "/v1/models", headers={"Authorization": f"Bearer {srv.api_key}"}).status_code == 200
+        time.sleep(0.3)
+        assert any("Application startup complete" in line for line in srv.tail)
+        assert any("Starting vLLM" in line for line in srv.tail)
+    finally:
+        srv.stop()
+    assert not srv.alive
+
+
+def test_the_periodic_log_lines_say_what_was_served():
+    def figures() -> list[dict]:
+        return [metrics.parse_log_line(line) for line in server.log if metrics.LOG_MARK in line]
+
+    with StandinVllm(log_interval_s=0.3) as server:
+        prompts = workloads.sample(workloads.load("builtin"), 4, seed=1)
+        results = asyncio.run(load.generate(server.base_url, "", "smollm2", prompts, load.Sampling(32, 0.0), 2))
+        drafted = sum(r.spec["num_draft_tokens"] for r in results)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum(f["drafted"] for f in figures()) < drafted:
+            time.sleep(0.1)
+    assert sum(f["drafted"] for f in figures()) == drafted > 0
+    assert sum(f["accepted"] for f in figures()) == sum(r.spec["num_accepted_draft_tokens"] for r in results)
+    assert all(len(f["per_position"]) == 3 for f in figures())
+    assert sum('"POST /v1/chat/completions HTTP/1.1" 200' in line for line in server.log) == 4

@@ -1,0 +1,54 @@
+"""`draftbench catalog` and `draftbench new`: the published draft/target pairs, and a plan from one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from workbench.cli.common import CliError, table
+
+
+def register(sub) -> None:
+    sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)").set_defaults(
+        handler=catalog_verb)
+    nw = sub.add_parser("new", help="write an experiment plan from a catalog pair")
+    nw.add_argument("--pair", required=True, help="a pair name from `draftbench catalog`")
+    nw.add_argument("--out", help="plan file to write (default: PAIR.toml; never overwrites)")
+    nw.set_defaults(handler=new)
+
+
+def catalog_verb(args) -> int:
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.plan import catalog
+
+    try:
+        pairs = catalog.load()
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    rows = [[p.name, p.method, p.draft, p.target, ",".join(map(str, p.n)),
+             "yes" if p.gated else "no", p.publisher] for p in pairs]
+    print(table(["pair", "method", "draft", "target", "N", "gated", "publisher"], rows))
+    return 0
+
+
+def new(args) -> int:
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.plan import catalog
+
+    try:
+        pair = catalog.get(args.pair)
+        text = catalog.plan_text(pair)
+    except catalog.CatalogError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out or f"{pair.name}.toml")
+    if out.exists():
+        raise CliError(f"{out} already exists; choose another --out")
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror}") from None
+    print(out)
+    if pair.gated:
+        print(f"draftbench: note: {pair.name} needs a Hugging Face token whose account accepted the licence "
+              f"of {pair.target if pair.target_gated else pair.draft}", file=sys.stderr)
+    return 0

@@ -1,0 +1,19 @@
+"""`draftbench doctor` (and `--info`): versions, vLLM, GPUs, demo model and paths; never starts Qt."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    sub.add_parser("doctor", help="versions, vLLM, GPUs, demo model and paths; never starts Qt").set_defaults(
+        handler=doctor)
+
+
+def doctor(args=None) -> int:
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.usecases import doctor as report
+
+    rows = report.report()
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0

@@ -1,0 +1,105 @@
+"""`draftbench run`: run an experiment plan (resumes: completed runs are skipped), here or on a remote host."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from workbench import events, paths
+from workbench.cli import remote
+from workbench.cli.common import CliError, append
+
+
+def register(sub) -> None:
+    r = sub.add_parser("run", help="run an experiment plan (resumes: completed runs are skipped)")
+    r.add_argument("plan", help="plan file (TOML)")
+    r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
+    r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
+    r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--adaptive", action="store_true",
+                   help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
+    r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
+    r.add_argument("--log", help="write messages (stderr) to this file")
+    r.add_argument("--remote", metavar="HOST", help="run on a remote host over SSH ([user@]host[:port] or a "
+                   "saved host), streaming its rows into --db; see `draftbench remote`")
+    remote.remote_options(r)
+    r.add_argument("--own-group", action="store_true",
+                   help="run in a new session, so closing the terminal or app that started it does not stop it")
+    r.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    if args.log:
+        log = append(args.log, "log")
+        os.dup2(log.fileno(), sys.stderr.fileno())
+    if args.events:
+        append(args.events, "events").close()
+    if args.remote:
+        return remote.run_remote(args)
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.usecases import findings, sweeps
+
+    try:
+        loaded = sweeps.load_plan(args.plan, args.vllm_python, args.adaptive, check_packages=not args.dry_run)
+        existing = sweeps.open_existing(args.db)
+    except sweeps.RunError as exc:
+        raise CliError(str(exc)) from None
+    for finding in findings.preflight(loaded.plan, loaded.vllm, existing):
+        if finding.level == findings.ERROR:
+            raise CliError(str(finding))
+        print(f"draftbench: warning: {finding}", file=sys.stderr)
+    if args.dry_run:
+        return _dry_run(loaded)
+    if args.own_group:
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a session leader
+    emit = _with_adaptive_lines(events.Writer.append_to(args.events) if args.events else events.Writer())
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        summary = sweeps.run_plan(loaded.plan, loaded.vllm, args.db, emit, local=loaded.local,
+                                  events_path=args.events, on_start=lambda: signal.signal(signal.SIGTERM, stop))
+    except sweeps.RunError as exc:
+        raise CliError(str(exc)) from None
+    if summary is None:
+        return 130
+    return 0 if summary["failed"] == 0 else 1
+
+
+def _with_adaptive_lines(write: events.Emit) -> events.Emit:
+    """Every event goes to `write`; an adaptive sweep's decisions are also said in words on
+    stderr, where a person running the sweep looks (prefixed `adaptive:`, not `draftbench:`,
+    which the app reads as an error)."""
+
+    def emit(event: events.Event) -> None:
+        write(event)
+        if isinstance(event, events.AdaptiveStarted):
+            for label, ns in event.probes.items():
+                print(f"adaptive: {label}: measuring N = {', '.join(map(str, ns))} first", file=sys.stderr)
+        elif isinstance(event, events.Prediction):
+            print(f"adaptive: {event.summary()}", file=sys.stderr)
+        elif isinstance(event, events.Recommendation):
+            print(f"adaptive: {event.message}", file=sys.stderr)
+
+    return emit
+
+
+def _dry_run(loaded) -> int:
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.analysis import recommend
+    from workbench.sweep import adaptive
+    from workbench.usecases import commands
+
+    p = loaded.plan
+    if p.mode == "adaptive":
+        print("adaptive: the baseline and these N first; other N only where predicted best:")
+        for c in adaptive.contexts(p):
+            print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
+    for line in commands.preview_lines(commands.preview(p, loaded.vllm)):
+        print(line)
+    return 0

@@ -1,0 +1,98 @@
+"""`draftbench runs` and `draftbench show`: what a results database holds."""
+
+from __future__ import annotations
+
+import json
+
+from workbench.cli.common import CliError, open_db, table
+
+
+def register(sub) -> None:
+    ls = sub.add_parser("runs", help="list the runs in a database")
+    ls.add_argument("--db", default=None)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(handler=runs)
+
+    s = sub.add_parser("show", help="a run's summary, or an experiment's table with speedups")
+    s.add_argument("run", type=int, nargs="?", help="run id (default: the latest experiment's table)")
+    s.add_argument("--db", default=None)
+    s.add_argument("--experiment", type=int, help="experiment id for the table")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--include-partial", action="store_true",
+                   help="count runs whose requests partly failed in the speedups (left out by default)")
+    s.set_defaults(handler=show)
+
+
+def runs(args) -> int:
+    db = open_db(args.db, readonly=True)
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench import store
+
+    rows = store.runs(db)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    cols = [("id", "{}"), ("experiment_id", "{}"), ("status", "{}"), ("method", "{}"), ("n", "{}"),
+            ("workload", "{}"), ("concurrency", "{}"), ("repeat", "{}"), ("mal", "{:.2f}"),
+            ("acceptance_rate", "{:.3f}"), ("output_tok_s", "{:.1f}")]
+    print(table([c for c, _ in cols], [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]))
+    return 0
+
+
+def show(args) -> int:
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench import analysis, store
+    from workbench.analysis import compare
+
+    db = open_db(args.db, readonly=True)
+    if args.run is not None:
+        row = store.run(db, args.run)
+        if row is None:
+            raise CliError(f"no run {args.run} in the database")
+        if args.json:
+            print(json.dumps(row, indent=1, default=str))
+            return 0
+        for key, value in analysis.run_summary(db, row):
+            print(f"{key:<34} {value}")
+        return 0
+    exp = args.experiment or store.latest_experiment(db)
+    if exp is None:
+        raise CliError("the database holds no experiments yet")
+    rows = analysis.run_table(db, exp)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
+    keys = ["method", "n", "workload", "concurrency", "status", "mal", "acceptance_rate", "output_tok_s",
+            "speedup", "per_position"]
+    if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
+        header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
+    print(table(header, [[r[k] for k in keys] for r in rows]))
+    stored = store.runs_of_experiment(db, exp)
+    configurations = compare.speedup_table(compare.configs(stored, args.include_partial))
+    if configurations:
+        print(f"\n{SPEEDUP_TITLE}")
+        print(speedup_text(configurations))
+    partial = [r for r in stored if r["status"] == "partial"]
+    if partial:
+        what = "counted in" if args.include_partial else "left out of (--include-partial counts them)"
+        print(f"\n{len(partial)} partial run(s) {what} the speedups: "
+              + "; ".join(f"run {r['id']}: {r['error']}" for r in partial))
+    lines = store.recommendation_summaries(db, exp)
+    if lines:
+        print("\nadaptive sweep (docs/recommend-n.md):")
+        for line in lines:
+            print(f"  {line}")
+    return 0
+
+
+SPEEDUP_TITLE = "best N by configuration, as on the Compare page (speedup ± its 95% interval over repeats):"
+
+
+def speedup_text(configurations: list[dict]) -> str:
+    """The Compare page's speedup table, cell for cell."""
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench import report
+
+    return table([label for _, label, _ in report.TABLE_COLUMNS],
+                 [[report.shown(r, key, fmt) for key, _, fmt in report.TABLE_COLUMNS] for r in configurations])

@@ -1,0 +1,112 @@
+"""The local copy of a remote host's database, row by row as the host sends them.
+
+The local file usually holds other experiments too, so rows get local ids of their own;
+`remote_rows` maps each host id to its local id (the foreign keys are translated through it),
+and its highest host id per table is where the stream resumes after a reconnect."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from workbench.store.connection import Database
+from workbench.store.schema import MUTABLE_TABLES, RUN_TABLES
+
+# The column of each table that points at its parent row, and the parent's table.
+PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", "experiments"),
+          "recommendations": ("experiment_id", "experiments"),
+          **{t: ("run_id", "runs") for t in RUN_TABLES}}
+
+
+class Mirror:
+    """Applies one host database's rows (the remote agent's messages) to the local database."""
+
+    def __init__(self, db: Database, source: str,
+                 on_rows: Callable[[str, list[dict], float], None] | None = None):
+        self.db = db
+        self.source = source
+        self.on_rows = on_rows
+        present = set(db.table_names())  # an older local schema lacks some: their rows are skipped
+        self.columns = {t: set(db[t].columns_dict) - {"id"} for t in (*MUTABLE_TABLES, *RUN_TABLES) if t in present}
+        self.ids: dict[str, dict[int, int]] = {t: {} for t in self.columns}
+        for tbl, rid, lid in db.execute("SELECT tbl, remote_id, local_id FROM remote_rows WHERE source = ? "
+                                        "AND tbl IN ('experiments', 'runs', 'sweeps')", [source]):
+            self.ids[tbl][rid] = lid
+
+    def state(self) -> dict:
+        """Where the stream resumes: the highest host id held per table, and per host run its row
+        count and highest host id (the host resends a run whose rows differ)."""
+        cursors, signature = {}, {}
+        for table in RUN_TABLES:
+            cursors[table] = self.db.execute("SELECT coalesce(max(remote_id), 0) FROM remote_rows "
+                                             "WHERE source = ? AND tbl = ?", [self.source, table]).fetchone()[0]
+            signature[table] = {str(r[0]): [r[1], r[2]] for r in self.db.execute(
+                f"SELECT run.remote_id, count(*), max(m.remote_id) FROM remote_rows m "
+                f"JOIN {table} x ON x.id = m.local_id "
+                f"JOIN remote_rows run ON run.source = m.source AND run.tbl = 'runs' AND run.local_id = x.run_id "
+                f"WHERE m.source = ? AND m.tbl = ? GROUP BY run.remote_id", [self.source, table])}
+        return {"cursors": cursors, "signature": signature}
+
+    def apply(self, message: dict) -> None:
+        table = message.get("t")
+        if table not in self.columns:
+            return
+        with self.db.conn:
+            if message["k"] == "reset":
+                local_run = self.ids["runs"].get(message["run"])
+                if local_run is not None:
+                    self.db.execute(f"DELETE FROM remote_rows WHERE source = ? AND tbl = ? AND local_id IN "
+                                    f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
+                    self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
+                return
+            rows = [self._apply_row(table, r) for r in message["rows"]]
+        if self.on_rows:
+            self.on_rows(table, [r for r in rows if r], time.time())
+
+    def _apply_row(self, table: str, row: dict) -> dict | None:
+        remote_id = row["id"]
+        local = {k: v for k, v in row.items() if k in self.columns[table]}
+        if table in PARENT:
+            key, parent = PARENT[table]
+            if local.get(key) is not None:
+                mapped = self.ids[parent].get(local[key])
+                if mapped is None:
+                    return None  # its parent never arrived (cannot happen with the snapshot reads)
+                local[key] = mapped
+        if table in MUTABLE_TABLES:
+            local_id = self.ids[table].get(remote_id)
+            if local_id is not None:
+                if table == "experiments":
+                    local.pop("plan_hash", None)  # never changes, and may carry the host mark here
+                self.db[table].update(local_id, local)
+                return local
+            if table == "experiments" and self.db.execute(
+                    "SELECT 1 FROM experiments WHERE plan_hash = ?", [local["plan_hash"]]).fetchone():
+                # The same plan was run here (or on another host): this host's runs are kept apart.
+                local["plan_hash"] = f"{local['plan_hash']}@{self.source}"
+        elif self.db.execute("SELECT 1 FROM remote_rows WHERE source = ? AND tbl = ? AND remote_id = ?",
+                             [self.source, table, remote_id]).fetchone():
+            return None  # already here (a batch sent again after a reconnect)
+        local_id = self.db[table].insert(local).last_pk
+        self.db.execute("INSERT OR REPLACE INTO remote_rows VALUES (?, ?, ?, ?)", [self.source, table, remote_id, local_id])
+        if table in self.ids:
+            self.ids[table][remote_id] = local_id
+        return local
+
+
+def mirrored_rows(db: Database, source: str, table: str) -> list[dict]:
+    """A table's rows from one host as that host stores them: host ids, host foreign keys."""
+    back = {t: {lid: rid for rid, lid in db.execute(
+        "SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ?", [source, t])}
+        for t in ("experiments", "runs")}
+    out = []
+    for rid, lid in db.execute("SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ? "
+                               "ORDER BY remote_id", [source, table]).fetchall():
+        row = dict(db[table].get(lid))
+        row["id"] = rid
+        if table in PARENT:
+            key, parent = PARENT[table]
+            if row.get(key) is not None:
+                row[key] = back[parent][row[key]]
+        out.append(row)
+    return out

@@ -1,0 +1,165 @@
+"""Everything a sweep writes, one method per event, each its own transaction: a reader (the
+Live page, the remote agent) never sees half of one."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from typing import Callable
+
+from workbench.store.connection import Database
+from workbench.store.schema import RUN_TABLES
+
+
+def experiment_for(db: Database, name: str, plan_hash: str, plan_text: str,
+                   plan_path: str, host: dict) -> int:
+    """The experiment of a plan (by its hash), created on first use."""
+    row = db.execute("SELECT id FROM experiments WHERE plan_hash = ?", [plan_hash]).fetchone()
+    if row:
+        return row[0]
+    with db.conn:
+        return db["experiments"].insert({
+            "name": name, "plan_hash": plan_hash, "plan": plan_text, "plan_path": plan_path,
+            "created": time.time(), "host": json.dumps(host),
+        }).last_pk
+
+
+def _clear_run(db: Database, run_id: int) -> None:
+    present = set(db.table_names())
+    for table in RUN_TABLES:
+        if table in present:
+            db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+
+def delete_run(db: Database, run_id: int) -> None:
+    """A run and everything measured in it."""
+    with db.conn:
+        _clear_run(db, run_id)
+        db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+
+
+def add_imported_run(db: Database, row: dict) -> int:
+    """A run measured elsewhere (an imported result), stored whole."""
+    with db.conn:
+        return db["runs"].insert(row).last_pk
+
+
+class Recorder:
+    """The runner's writes into an open (writable) database."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def experiment(self, name: str, plan_hash: str, plan_text: str, plan_path: str, host: dict) -> int:
+        return experiment_for(self.db, name, plan_hash, plan_text, plan_path, host)
+
+    def register_runs(self, experiment_id: int, keys: list[str], new_row: Callable[[int], dict]) -> dict[str, int]:
+        """The ids of the experiment's runs with these keys; a key not stored yet gets the row
+        `new_row(its index)`, and a run stored but not completed (interrupted or failed before)
+        loses everything it wrote and is pending again."""
+        ids: dict[str, int] = {}
+        with self.db.conn:
+            for index, key in enumerate(keys):
+                row = self.db.execute("SELECT id, status FROM runs WHERE experiment_id = ? AND key = ?",
+                                      [experiment_id, key]).fetchone()
+                if row is None:
+                    ids[key] = self.db["runs"].insert(new_row(index)).last_pk
+                    continue
+                ids[key] = row[0]
+                if row[1] != "completed":
+                    _clear_run(self.db, row[0])
+                    self.db["runs"].update(row[0], {"status": "pending", "error": None, "log_tail": None})
+        return ids
+
+    def sweep_started(self, experiment_id: int, events_path: str | None, started: float,
+                      runs_total: int, runs_pending: int) -> int:
+        """The sweep row of this process, by which the app finds a sweep in progress (its pid)."""
+        with self.db.conn:
+            return self.db["sweeps"].insert({
+                "experiment_id": experiment_id, "pid": os.getpid(), "host": platform.node(),
+                "events_path": events_path, "started": started, "heartbeat": started, "status": "running",
+                "runs_total": runs_total, "runs_pending": runs_pending}).last_pk
+
+    def heartbeat(self, sweep_id: int, t: float) -> None:
+        with self.db.conn:
+            self.db["sweeps"].update(sweep_id, {"heartbeat": t})
+
+    def sweep_ended(self, sweep_id: int, status: str) -> None:
+        with self.db.conn:
+            self.db["sweeps"].update(sweep_id, {"finished": time.time(), "status": status})
+
+    def log_lines(self, run_id: int, lines: list[tuple[float, str, str]]) -> None:
+        """Server log lines (time, stream, text) of the run that was in flight when they came."""
+        with self.db.conn:
+            self.db["logs"].insert_all([{"run_id": run_id, "t": t, "stream": stream, "line": line}
+                                        for t, stream, line in lines])
+
+    def telemetry(self, readings: list[dict]) -> None:
+        with self.db.conn:
+            self.db["telemetry"].insert_all(readings)
+
+    def server_command(self, run_ids: list[int], command: str, vllm_args: list[str]) -> None:
+        """The command line that starts the server these runs are measured on."""
+        with self.db.conn:
+            for run_id in run_ids:
+                self.db["runs"].update(run_id, {"command": command, "argv": json.dumps(vllm_args)})
+
+    def server_environment(self, run_ids: list[int], environment: dict) -> None:
+        with self.db.conn:
+            for run_id in run_ids:
+                self.db["runs"].update(run_id, {"environment": json.dumps(environment)})
+
+    def run_started(self, run_id: int) -> None:
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"status": "running", "started": time.time()})
+
+    def prompts_seen(self, run_id: int, seen_before: bool, warnings: list[str] | None = None) -> None:
+        """Whether the server had already been sent one of the run's prompts, and the run's
+        warnings where that makes a new one."""
+        update: dict = {"prompts_seen_before": int(seen_before)}
+        if warnings is not None:
+            update["warnings"] = json.dumps(warnings)
+        with self.db.conn:
+            self.db["runs"].update(run_id, update)
+
+    def sample(self, sweep_id: int, sample: dict, positions: list[dict], requests: list[dict]) -> None:
+        """One scrape: the sample, its per-position rows, the requests finished since the last
+        one, and the sweep's heartbeat."""
+        with self.db.conn:
+            self.db["sweeps"].update(sweep_id, {"heartbeat": time.time()})
+            self.db["samples"].insert(sample)
+            if positions:
+                self.db["positions"].insert_all(positions)
+            if requests:
+                self.db["requests"].insert_all(requests)
+
+    def run_completed(self, run_id: int, summary: dict) -> None:
+        with self.db.conn:
+            self.db["runs"].update(run_id, {**summary, "status": "completed", "finished": time.time()})
+
+    def run_partial(self, run_id: int, summary: dict, error: str) -> None:
+        """A run whose window ended with some requests failed: its figures are kept (and shown as
+        partial), but it is not complete, so speedups leave it out and a rerun redoes it."""
+        with self.db.conn:
+            self.db["runs"].update(run_id, {**summary, "status": "partial", "error": error,
+                                            "finished": time.time()})
+
+    def run_failed(self, run_id: int, error: str, log_tail: str) -> None:
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
+                                            "finished": time.time()})
+
+    def cancel_running(self, experiment_id: int) -> None:
+        """After an interrupt: the experiment's run in flight is cancelled (redone on a resume)."""
+        with self.db.conn:
+            self.db.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE status = 'running' "
+                            "AND experiment_id = ?", [time.time(), experiment_id])
+
+    def recommendations(self, experiment_id: int, rows: list[dict]) -> None:
+        """What an adaptive sweep concluded, replacing what an earlier pass of it stored."""
+        with self.db.conn:
+            self.db.execute("DELETE FROM recommendations WHERE experiment_id = ?", [experiment_id])
+            if rows:
+                self.db["recommendations"].insert_all(rows)

@@ -1,0 +1,159 @@
+"""The tables of a results database: every table definition, the forward-only migrations that
+bring an older file up to date, and which tables hold the rows of one run."""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from workbench.store.errors import StoreError
+
+SCHEMA_VERSION = 7
+
+# Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
+# loses them all. The remote mirror streams them by id.
+RUN_TABLES = ("samples", "positions", "requests", "logs", "telemetry")
+# Rows that change in place (status, figures, heartbeats); the remote mirror sends a row again
+# whenever it changes. Parents come before their children.
+MUTABLE_TABLES = ("experiments", "runs", "sweeps", "recommendations")
+
+RUN_COLUMNS = {
+    "id": int, "experiment_id": int, "key": str, "seq": int, "server_key": str,
+    "target": str, "method": str, "draft": str, "n": int, "options": str,
+    "workload": str, "concurrency": int, "request_rate": float, "repeat": int,
+    "num_prompts": int, "max_tokens": int, "temperature": float, "top_p": float, "warmup": int,
+    "status": str, "error": str, "log_tail": str,
+    "command": str, "argv": str, "env": str, "vllm_version": str, "torch_version": str, "host": str,
+    "started": float, "finished": float, "prompts_seen_before": int,
+    "window_s": float, "output_tokens": int, "output_tok_s": float, "generation_tokens": float,
+    "prompt_tokens": float, "drafts": float, "draft_tokens": float, "accepted": float,
+    "mal": float, "acceptance_rate": float, "per_position": str,
+    "requests_ok": int, "requests_failed": int,
+    "ttft_mean_ms": float, "ttft_p50_ms": float, "ttft_p99_ms": float,
+    "itl_mean_ms": float, "itl_p50_ms": float, "itl_p99_ms": float,
+    "tpot_mean_ms": float, "e2el_mean_ms": float,
+    "spec_request_mal": float,
+}
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["experiments"].create({
+        "id": int, "name": str, "plan_hash": str, "plan": str, "plan_path": str,
+        "created": float, "host": str,
+    }, pk="id")
+    db["experiments"].create_index(["plan_hash"], unique=True)
+    db["runs"].create(RUN_COLUMNS, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
+    db["runs"].create_index(["experiment_id", "key"], unique=True)
+    db["runs"].create_index(["status"])
+    db["samples"].create({
+        "id": int, "run_id": int, "t": float, "drafts": float, "draft_tokens": float, "accepted": float,
+        "generation_tokens": float, "output_tokens": int, "mal": float, "acceptance_rate": float,
+        "output_tok_s": float, "running": float, "waiting": float, "kv_cache_usage": float,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")])
+    db["samples"].create_index(["run_id", "id"])
+    db["positions"].create({
+        "id": int, "run_id": int, "t": float, "position": int, "accepted": float, "drafts": float,
+        "acceptance": float,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")])
+    db["positions"].create_index(["run_id", "id"])
+    db["requests"].create({
+        "id": int, "run_id": int, "idx": int, "prompt_id": str, "prompt_tokens": int,
+        "output_tokens": int, "ttft_ms": float, "itl_mean_ms": float, "itl_max_ms": float,
+        "latency_ms": float, "ok": int, "error": str, "finish_reason": str,
+        "spec_mal": float, "spec_acceptance_rate": float, "spec_drafts": int,
+        "spec_draft_tokens": int, "spec_accepted": int, "spec_histogram": str,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")])
+    db["requests"].create_index(["run_id", "id"])
+    db["logs"].create({"id": int, "run_id": int, "t": float, "stream": str, "line": str},
+                      pk="id", foreign_keys=[("run_id", "runs", "id")])
+    db["logs"].create_index(["run_id", "id"])
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    if "acceptance" not in db["positions"].columns_dict:
+        db["positions"].add_column("acceptance", float)
+    # One row per invocation of the runner, so the app can find a sweep still in progress
+    # (its pid and events file) and reattach to it after being closed.
+    db["sweeps"].create({
+        "id": int, "experiment_id": int, "pid": int, "host": str, "events_path": str,
+        "started": float, "heartbeat": float, "finished": float, "status": str,
+        "runs_total": int, "runs_pending": int,
+    }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
+
+
+def _v3(db: sqlite_utils.Database) -> None:
+    # Per-request attribution by prompt category, the exact prompt template of a run, the
+    # workload's output-length policy, and the sanity warnings shown before the sweep.
+    for table, column, kind in (("requests", "category", str), ("runs", "prompt_template", str),
+                                ("runs", "ignore_eos", int), ("runs", "warnings", str)):
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, kind)
+
+
+def _v4(db: sqlite_utils.Database) -> None:
+    # Launch profiles and GPU telemetry: the environment a run had (GPU model, driver, CUDA/ROCm,
+    # vLLM and torch versions, the profile), readings at ~1 Hz, and the energy figures they give.
+    for column, kind in (("profile", str), ("environment", str), ("energy_j", float),
+                         ("joules_per_token", float), ("power_mean_w", float), ("gpu_util_mean", float),
+                         ("gpu_mem_peak_mib", float)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+    db["telemetry"].create({
+        "id": int, "run_id": int, "t": float, "device": str, "physical": int, "index": int, "name": str,
+        "util_pct": float, "mem_used_mib": float, "mem_total_mib": float, "power_w": float, "temp_c": float,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")], if_not_exists=True)
+    db["telemetry"].create_index(["run_id", "id"], if_not_exists=True)
+
+
+def _v5(db: sqlite_utils.Database) -> None:
+    # What an adaptive sweep concluded per method x workload x concurrency: the recommended N,
+    # the speedup predicted for it before it was confirmed, the one measured, and the runs it took.
+    db["recommendations"].create({
+        "id": int, "experiment_id": int, "target": str, "method": str, "draft": str, "options": str,
+        "workload": str, "concurrency": int, "family": str, "best_n": int, "predicted_speedup": float,
+        "predicted_half_width": float, "measured_speedup": float, "uncertain": int, "runner_up": int,
+        "runs_used": int, "runs_total": int, "measured_n": str, "alpha": float, "beta": float,
+        "curve": str, "summary": str, "created": float,
+    }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")], if_not_exists=True)
+    db["recommendations"].create_index(["experiment_id"], if_not_exists=True)
+
+
+def _v6(db: sqlite_utils.Database) -> None:
+    # The mirror of a remote host's database: the local id of every host row, per source (host
+    # and database) and table. Files that mirrored a host before this version already have it
+    # (it used to be made on first use), in this same shape.
+    db.execute("CREATE TABLE IF NOT EXISTS remote_rows (source TEXT NOT NULL, tbl TEXT NOT NULL, "
+               "remote_id INTEGER NOT NULL, local_id INTEGER NOT NULL, "
+               "PRIMARY KEY (source, tbl, remote_id))")
+    db.execute("CREATE INDEX IF NOT EXISTS remote_rows_local ON remote_rows (tbl, local_id)")
+
+
+def _v7(db: sqlite_utils.Database) -> None:
+    # What the load generator itself cost over a run's window (CPU seconds of its processes), so a
+    # throughput the client may have limited can be told apart. A run with some requests failed
+    # is now stored as "partial" (status), with its first error.
+    for column, kind in (("client_cpu_s", float), ("client_processes", int)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7}
+
+
+def schema_version(db: sqlite_utils.Database) -> int:
+    if "meta" not in db.table_names():
+        return 0
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Every migration the file lacks, in order, each in its own transaction."""
+    version = schema_version(db)
+    if version == 0 and [t for t in db.table_names() if t != "meta"]:
+        raise StoreError("the file is an SQLite database but not a Draftbench one; choose another file")
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        with db.conn:
+            if "meta" not in db.table_names():
+                db["meta"].create({"key": str, "value": str}, pk="key")
+            MIGRATIONS[target](db)
+            db["meta"].upsert({"key": "schema_version", "value": str(target)}, pk="key")

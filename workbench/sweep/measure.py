@@ -1,0 +1,177 @@
+"""One measured run against a running server: the warm-up, the window, the scrapes that sample it.
+
+The requests come from the load generator's own processes (`workbench.load.pool`), so this
+process's scrapes, database writes and telemetry never delay a request being timed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+
+import httpx
+
+from workbench import events, launch, load, metrics, store
+from workbench.load import pool, workloads
+from workbench.metrics import telemetry
+from workbench.plan import Run, sanity
+from workbench.sweep.window import per_request_window, summarize
+
+WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
+# Above this many cores on average, the client's own work may slow the requests it times.
+CLIENT_CORES_WARNING = 0.5
+
+
+class Measurement:
+    """The measuring half of the runner (a mixin of `Runner`)."""
+
+    async def _scrape(self, client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
+        response = await client.get(url)
+        response.raise_for_status()
+        return metrics.parse(response.text, time.time())
+
+    async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
+        if r.workload not in self._prompts:
+            try:
+                self._prompts[r.workload] = workloads.load(r.workload)
+            except workloads.WorkloadError as exc:
+                raise RunFailed(str(exc)) from None
+        prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
+        sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
+        metrics_url = srv.spec.base_url + "/metrics"
+        seen_before = any(p.id in seen for p in prompts)
+        warnings = None
+        if seen_before and r.server.method == "suffix":
+            stored = json.loads(store.run(self.db, run_id)["warnings"] or "[]")
+            if sanity.SUFFIX_REUSE not in stored:
+                warnings = stored + [sanity.SUFFIX_REUSE]
+        self.record.prompts_seen(run_id, seen_before, warnings)
+        clients: pool.ClientPool = self.clients
+        if r.warmup:
+            # At the run's own concurrency, so the batch sizes the window will use have been run.
+            count = max(r.warmup, r.concurrency)
+            warm = await asyncio.to_thread(clients.run, [WARMUP_PROMPT] * count, sampling, r.concurrency)
+            if not all(w.ok for w in warm.results):
+                raise RunFailed(f"warm-up request failed: {next(w.error for w in warm.results if not w.ok)}")
+        if r.warmup and r.server.method != "suffix":
+            # Every prompt of the window once, for one token: its prefix is then in the cache for
+            # this run as for every other run and repeat on any server, so no window pays for a
+            # cold cache that another did not (vLLM's /reset_prefix_cache exists only in its dev
+            # mode, and an attached server's cache is not ours to reset). Suffix decoding is left
+            # out: it would learn the answers' first tokens from this pass.
+            primer = load.Sampling(1, r.temperature, r.top_p)
+            await asyncio.to_thread(clients.run, prompts, primer, r.concurrency)
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            try:
+                before = await self._scrape(client, metrics_url)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
+            t_start = time.perf_counter()
+            t_wall0 = time.time()
+            state = {"done": 0, "out": 0, "last": before, "rows": []}
+
+            def on_result(res: load.RequestResult) -> None:
+                # Called on the pool's thread; list appends and the swap in _sample are atomic.
+                state["done"] += 1
+                state["out"] += res.output_tokens
+                state["rows"].append(res.row(run_id))
+
+            async def sampler() -> None:
+                while True:
+                    await asyncio.sleep(self.scrape_interval_s)
+                    await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+
+            task = asyncio.create_task(sampler())
+            try:
+                outcome = await asyncio.to_thread(clients.run, prompts, sampling, r.concurrency, r.request_rate,
+                                                  r.repeat, on_result)
+            except RuntimeError as exc:  # the load generator itself failed (a client process died)
+                raise RunFailed(str(exc)) from None
+            finally:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, httpx.HTTPError):
+                    pass
+            results = outcome.results
+            wall = outcome.wall_s
+            t_wall1 = time.time()
+            why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)
+            if why:
+                raise RunFailed(why)
+            try:
+                after = await self._sample(client, metrics_url, run_id, before, t_start, state, r)
+            except httpx.HTTPError as exc:
+                raise RunFailed(_died(srv) or f"could not read the server's /metrics after the run: "
+                                f"{type(exc).__name__}") from None
+        seen.update(p.id for p in prompts)
+        failed = [x for x in results if not x.ok]
+        if len(failed) == len(results):
+            raise RunFailed(f"every request failed: {failed[0].error}")
+        summary = summarize(results, metrics.window(before, after), wall)
+        summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes)
+        if failed:
+            summary["partial_error"] = (f"{len(failed)} of {len(results)} requests failed; the first: "
+                                        f"{failed[0].error}")
+        cores = outcome.client_cpu_s / wall if wall > 0 else 0.0
+        if cores > CLIENT_CORES_WARNING:
+            stored = json.loads(store.run(self.db, run_id)["warnings"] or "[]")
+            summary["warnings"] = json.dumps(stored + [
+                f"the load generator used {cores:.2f} CPU cores on average during the window (more than "
+                f"{CLIENT_CORES_WARNING}): the client may have limited the measured throughput"])
+        if srv.spec.kind == "attach":
+            summary.update(per_request_window(results))
+        self._flush_telemetry()
+        rows = store.telemetry_between(self.db, run_id, t_wall0 - 1.0, t_wall1 + 1.0)
+        figures = telemetry.energy(rows, t_wall0, t_wall1)
+        if figures.get("energy_j") is not None and summary["output_tokens"]:
+            figures["joules_per_token"] = figures["energy_j"] / summary["output_tokens"]
+        summary.update(figures)
+        return summary
+
+    async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
+        snap = await self._scrape(client, url)
+        w = metrics.window(before, snap)
+        last: metrics.Snapshot = state["last"]
+        dt = snap.t - last.t
+        interval_gen = snap.total("generation_tokens") - last.total("generation_tokens")
+        t = time.perf_counter() - t_start
+        sample = {
+            "run_id": run_id, "t": t, "drafts": w.drafts, "draft_tokens": w.draft_tokens,
+            "accepted": w.accepted, "generation_tokens": w.generation_tokens,
+            "output_tokens": state["out"], "mal": w.mean_acceptance_length,
+            "acceptance_rate": w.acceptance_rate,
+            "output_tok_s": interval_gen / dt if dt > 0 else None,
+            "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
+            "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
+        }
+        per_position = w.per_position or [None] * len(w.accepted_per_position)
+        positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
+                      "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
+        rows, state["rows"] = state["rows"], []
+        self._flush_logs()
+        self._flush_telemetry()
+        self.record.sample(self.sweep_id, sample, positions, rows)
+        state["last"] = snap
+        self.emit(events.Progress(run=run_id, done=state["done"], total=r.num_prompts, t=round(t, 2),
+                                  output_tok_s=sample["output_tok_s"], mal=sample["mal"]))
+        return snap
+
+
+class RunFailed(Exception):
+    pass
+
+
+def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:
+    """Why the server is gone, or None while it runs. The grace covers a killed server that is not
+    reaped yet: a process with gigabytes mapped takes a moment to exit, on a busy machine longer."""
+    if srv.proc is None:  # an attached server: no process of ours to watch
+        return None if srv.alive else f"the attached server at {srv.spec.base_url} stopped answering"
+    try:
+        srv.proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return None
+    return "vLLM server died during the run: " + (launch.reason_from_log(list(srv.tail))
+                                                  or f"exit code {srv.proc.returncode}")

@@ -1,0 +1,87 @@
+"""The figures of one measured window, as DESIGN.md defines them (pure: no I/O): the run summary
+from the client's requests and the counters' window, vLLM's per-request figures where the counters
+are shared with other traffic, and what vLLM's start-up log says about how it serves.
+
+Stored per run and shown everywhere, so `vllm bench serve`'s definitions are followed exactly:
+output throughput is client-counted output tokens over the window's wall time, the window running
+from the first request sent to the last response read.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+from workbench import load, metrics
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict:
+    """A run's summary figures, as DESIGN.md defines them."""
+    ok = [r for r in results if r.ok]
+    out_tokens = sum(r.output_tokens for r in ok)
+    ttft = [r.ttft_ms for r in ok if r.ttft_ms is not None]
+    gaps = [g for r in ok for g in r.chunk_gaps_ms]
+    tpot = [(r.latency_ms - r.ttft_ms) / (r.output_tokens - 1)
+            for r in ok if r.ttft_ms is not None and r.output_tokens > 1]
+    spec_mals = [r.spec["mean_acceptance_length"] for r in ok if r.spec and r.spec.get("num_spec_steps")]
+    return {
+        "window_s": wall_s, "output_tokens": out_tokens,
+        "output_tok_s": out_tokens / wall_s if wall_s > 0 else None,
+        "generation_tokens": win.generation_tokens, "prompt_tokens": win.prompt_tokens,
+        "drafts": win.drafts, "draft_tokens": win.draft_tokens, "accepted": win.accepted,
+        "mal": win.mean_acceptance_length, "acceptance_rate": win.acceptance_rate,
+        "per_position": json.dumps(win.per_position) if win.per_position is not None else None,
+        "requests_ok": len(ok), "requests_failed": len(results) - len(ok),
+        "ttft_mean_ms": statistics.fmean(ttft) if ttft else None,
+        "ttft_p50_ms": _pct(ttft, 0.5), "ttft_p99_ms": _pct(ttft, 0.99),
+        "itl_mean_ms": statistics.fmean(gaps) if gaps else None,
+        "itl_p50_ms": _pct(gaps, 0.5), "itl_p99_ms": _pct(gaps, 0.99),
+        "tpot_mean_ms": statistics.fmean(tpot) if tpot else None,
+        "e2el_mean_ms": statistics.fmean([r.latency_ms for r in ok]) if ok else None,
+        "spec_request_mal": statistics.fmean(spec_mals) if spec_mals else None,
+    }
+
+
+def model_runner(lines: list[str]) -> dict:
+    """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
+    the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
+    scheduling for some drafting methods, and that difference is part of any speedup."""
+    out = {}
+    if any("using the V1 model runner" in line for line in lines):
+        out["model_runner"] = "V1"
+    if any("Async scheduling not supported" in line or "async scheduling will be disabled" in line.lower()
+           for line in lines):
+        out["async_scheduling"] = False
+    return out
+
+
+def per_request_window(results: list[load.RequestResult]) -> dict:
+    """On an attached server the counters include everyone's traffic; vLLM's per-request figures
+    cover Draftbench's own requests only, so they replace the counter window where every request
+    has them (same definitions: MAL = 1 + accepted / drafts)."""
+    ok = [r for r in results if r.ok]
+    if not ok or not all(r.spec and r.spec.get("num_spec_steps") is not None for r in ok):
+        return {}
+    drafts = sum(r.spec["num_spec_steps"] for r in ok)
+    drafted = sum(r.spec.get("num_draft_tokens", 0) for r in ok)
+    accepted = sum(r.spec.get("num_accepted_draft_tokens", 0) for r in ok)
+    out = {"drafts": drafts, "draft_tokens": drafted, "accepted": accepted,
+           "mal": 1 + accepted / drafts if drafts else None,
+           "acceptance_rate": accepted / drafted if drafted else None}
+    hists = [r.spec.get("acceptance_histogram") for r in ok]
+    if all(isinstance(h, list) for h in hists) and hists:
+        width = max(len(h) for h in hists)
+        total = [sum(h[i] for h in hists if i < len(h)) for i in range(width)]
+        steps = sum(total)
+        if steps:
+            out["per_position"] = json.dumps([sum(total[i + 1:]) / steps for i in range(width - 1)])
+    return out

@@ -1,0 +1,50 @@
+"""What to know before a plan runs: the plan's sanity warnings, draft/target compatibility and
+memory, as one list of findings that the CLI prints and the Experiment page shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench import launch
+from workbench.checkpoints import compat, memory
+from workbench.host.engine import VllmInstall
+from workbench.plan import Plan, sanity
+
+ERROR, WARNING = compat.ERROR, compat.WARNING
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str    # error (the plan must not run) or warning (it may)
+    label: str    # which server it is about ("eagle3 N=3 (head)"), empty for the whole plan
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.message}" if self.label else self.message
+
+
+def preflight(p: Plan, vllm: VllmInstall, db=None) -> list[Finding]:
+    """Every finding, in order: the plan's (against the runs already in `db`, if given), then each
+    server's compatibility, then memory. Reads config.json and safetensors headers only. Memory is
+    not estimated once a pair is incompatible: that pair will not start anyway."""
+    out = [Finding(WARNING, "", w) for w in sanity.for_plan(p, db)]
+    shown: set[str] = set()  # one warning repeated for every N is said once
+    for label, verdict in compat.for_plan(p):
+        if verdict.level == ERROR:
+            out.append(Finding(ERROR, label, verdict.message))
+        elif verdict.level == WARNING and verdict.message not in shown:
+            shown.add(verdict.message)
+            out.append(Finding(WARNING, label, verdict.message))
+    if any(f.level == ERROR for f in out):
+        return out
+    if vllm.build in ("cpu", "cuda", "rocm"):
+        # The environment the server really starts with: the CPU build's KV-cache size is read from it.
+        for label, warning in memory.for_plan(p, vllm, lambda server: launch.prepare(server, vllm, 0).env):
+            if warning not in shown:
+                shown.add(warning)
+                out.append(Finding(WARNING, label, warning))
+    return out
+
+
+def errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.level == ERROR]

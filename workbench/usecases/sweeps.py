@@ -1,0 +1,90 @@
+"""Running a plan, as `draftbench run` does it: the plan read against the vLLM that will serve it,
+then (after the preflight findings) the prompts, the demo model when the plan uses it, the sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from workbench import events, paths, plan, store
+from workbench.checkpoints import demo
+from workbench.host import engine
+from workbench.load import workloads
+from workbench.sweep import runner
+from workbench.sweep.adaptive import AdaptiveRunner
+
+
+class RunError(Exception):
+    """Why the plan cannot run, in one line."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    plan: plan.Plan
+    vllm: engine.VllmInstall
+    local: bool  # served by a vLLM started here (not docker, not an attached server)
+
+
+def load_plan(path: str, vllm_python: str | None = None, adaptive: bool = False,
+              check_packages: bool = True) -> Loaded:
+    """The interpreter is `vllm_python`, else the plan's profile's, else the default. With
+    `check_packages`, methods whose package that local vLLM environment lacks are skipped; a dry run
+    leaves it off to show every launch, and a docker or attached server's packages cannot be asked."""
+    try:
+        p = plan.load(path)
+        profile = p.runs[0].server.profile if p.runs else None
+        vllm = engine.probe(vllm_python or (profile.python if profile else None))
+        local = profile is None or profile.kind == "local"
+        if check_packages and local:
+            p = plan.load(path, available_modules=engine.optional_modules(vllm))
+    except plan.PlanError as exc:
+        raise RunError(str(exc)) from None
+    if adaptive:
+        p.mode = "adaptive"
+    return Loaded(p, vllm, local)
+
+
+def open_existing(db_path: str | Path | None):
+    """The results database read-only for the findings about runs already in it; None when it does not exist yet."""
+    path = Path(db_path or paths.default_db())
+    if not path.exists():
+        return None
+    try:
+        return store.open_db(path, readonly=True)
+    except store.StoreError as exc:
+        raise RunError(str(exc)) from None
+
+
+def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
+             local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
+             on_start: Callable[[], None] | None = None) -> dict | None:
+    """The sweep's summary, or None when it was interrupted (its running server is stopped first).
+    `local`: served by a vLLM started here, which must then exist; `progress` reports the demo
+    model's build; `on_start` is called once the sweep is about to start
+    (the CLI turns SIGTERM into an interrupt there, not before)."""
+    if local and not vllm.found:
+        raise RunError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
+                       "or pass --vllm-python PATH")
+    try:
+        prompts = runner.load_workloads(p)
+    except workloads.WorkloadError as exc:
+        raise RunError(str(exc)) from None
+    if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
+        try:
+            demo.ensure(progress=progress)
+        except demo.DemoModelError as exc:
+            raise RunError(str(exc)) from None
+    runner_class = AdaptiveRunner if p.mode == "adaptive" else runner.Runner
+    try:
+        sweep = runner_class(p, str(Path(db_path or paths.default_db())), vllm, emit=emit, events_path=events_path,
+                             prompts=prompts)
+    except store.StoreError as exc:
+        raise RunError(str(exc)) from None
+    if on_start is not None:
+        on_start()
+    try:
+        return sweep.run()
+    except KeyboardInterrupt:
+        sweep.cancel_running()
+        return None
