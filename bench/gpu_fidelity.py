@@ -16,6 +16,7 @@ usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py --target DI
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -29,10 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-from workbench import launch, plan, store  # noqa: E402
-from workbench.host import engine, vllm_cli  # noqa: E402
+from workbench import launch, load, plan, store  # noqa: E402
+from workbench.host import engine  # noqa: E402
 from workbench.load import workloads  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from vllm_bench_worker import DONE_MARKER as MARKER  # noqa: E402
 
 PLAN = """
 name = "{name}"
@@ -65,25 +69,48 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
 
 
-def vllm_bench(install, base, key, target, prompts, max_tokens, concurrency, out: Path) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        dataset = Path(tmp) / "prompts.jsonl"
-        dataset.write_text("".join(json.dumps({"prompt": x.text}) + "\n" for x in prompts))
-        result = Path(tmp) / "result.json"
-        args = ["bench", "serve", "--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
-                "--base-url", base, "--model", "smol", "--tokenizer", target,
-                "--dataset-name", "custom", "--dataset-path", str(dataset),
-                "--num-prompts", str(len(prompts)), "--custom-output-len", str(max_tokens),
-                "--max-concurrency", str(concurrency), "--temperature", "0",
-                "--num-warmups", "0", "--disable-tqdm", "--save-result", "--result-filename", str(result),
-                # The prompts are chat messages on both sides: no template applied twice.
-                "--skip-chat-template"]
-        done = subprocess.run(vllm_cli.argv(install.python, args), capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "OPENAI_API_KEY": key})
-        if done.returncode != 0:
-            (out / "vllm-bench-error.log").write_text(done.stdout[-8000:] + done.stderr[-8000:])
-            raise SystemExit(f"vllm bench serve failed (exit {done.returncode}); see vllm-bench-error.log")
-        return json.loads(result.read_text())
+class VllmBench:
+    """`vllm bench serve`, run by bench/vllm_bench_worker.py in one process that imports vLLM once."""
+
+    def __init__(self, install, out: Path):
+        self.out = out
+        self.log = open(out / "vllm-bench.log", "a")
+        self.proc = subprocess.Popen([install.python, str(ROOT / "bench" / "vllm_bench_worker.py")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     bufsize=1)
+        self._answer()
+
+    def _answer(self) -> dict:
+        for line in self.proc.stdout:
+            if line.startswith(MARKER):
+                return json.loads(line[len(MARKER):])
+            self.log.write(line)
+        raise SystemExit(f"the vllm bench worker exited ({self.proc.wait()}); see vllm-bench.log")
+
+    def run(self, base, key, target, prompts, max_tokens, concurrency) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            dataset = Path(tmp) / "prompts.jsonl"
+            dataset.write_text("".join(json.dumps({"prompt": x.text}) + "\n" for x in prompts))
+            result = Path(tmp) / "result.json"
+            args = ["--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
+                    "--base-url", base, "--model", "smol", "--tokenizer", target,
+                    "--dataset-name", "custom", "--dataset-path", str(dataset),
+                    "--num-prompts", str(len(prompts)), "--custom-output-len", str(max_tokens),
+                    "--max-concurrency", str(concurrency), "--temperature", "0",
+                    "--num-warmups", "0", "--disable-tqdm", "--save-result", "--result-filename", str(result),
+                    # The prompts are chat messages on both sides: no template applied twice.
+                    "--skip-chat-template"]
+            self.proc.stdin.write(json.dumps({"args": args, "env": {"OPENAI_API_KEY": key}}) + "\n")
+            self.proc.stdin.flush()
+            status = self._answer()
+            if not status.get("ok"):
+                raise SystemExit(f"vllm bench serve failed: {status.get('error')}; see vllm-bench.log")
+            return json.loads(result.read_text())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.log.close()
 
 
 def draftbench(install, db_path: Path, text: str) -> dict:
@@ -93,7 +120,7 @@ def draftbench(install, db_path: Path, text: str) -> dict:
     return [r for r in store.runs(db) if r["status"] == "completed"][-1]
 
 
-def measure_config(install, args, label: str, method: str | None, n: int | None, out: Path,
+def measure_config(install, bench: VllmBench, args, label: str, method: str | None, n: int | None, out: Path,
                    deadline: float) -> list[dict]:
     options = {"prompt_lookup_min": 2, "prompt_lookup_max": 4} if method == "ngram" else {}
     extra = ("--gpu-memory-utilization", "0.5", "--max-num-seqs", str(max(args.concurrency)), "--seed", "0")
@@ -117,7 +144,7 @@ def measure_config(install, args, label: str, method: str | None, n: int | None,
             count = prompts_for(c, args.window_tokens, args.max_tokens)
             prompts = workloads.sample(workloads.load("builtin"), count, seed=0)
             # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
-            vllm_bench(install, base, key, args.target, prompts, 32, c, out)
+            asyncio.run(load.generate(base, key, "smol", prompts, load.Sampling(32, 0.0), c))
             ours, theirs = [], []
             for k in range(args.rounds):
                 if time.time() > deadline:
@@ -131,7 +158,7 @@ def measure_config(install, args, label: str, method: str | None, n: int | None,
                                            prompts=count, max_tokens=args.max_tokens, concurrency=c)
                         ours.append(draftbench(install, db_path, text))
                     else:
-                        theirs.append(vllm_bench(install, base, key, args.target, prompts, args.max_tokens, c, out))
+                        theirs.append(bench.run(base, key, args.target, prompts, args.max_tokens, c))
             if not ours or not theirs:
                 break
             a = [r["output_tok_s"] for r in ours]
@@ -180,14 +207,16 @@ def main() -> int:
     deadline = time.time() + args.seconds
     results_file = out / "fidelity.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else []
+    bench = VllmBench(install, out)
     for cfg in args.config or ["baseline"]:
         method, _, n = cfg.partition(":")
         label = "baseline" if method == "baseline" else f"{method}-n{n}"
-        rows = measure_config(install, args, label, None if method == "baseline" else method,
+        rows = measure_config(install, bench, args, label, None if method == "baseline" else method,
                               int(n) if n else None, out, deadline)
         results = [r for r in results if r["method"] != label or r["concurrency"] not in
                    {x["concurrency"] for x in rows}] + rows
         results_file.write_text(json.dumps(results, indent=1))
+    bench.close()
     print("\n| method | concurrency | Draftbench tok/s (spread) | vllm bench serve tok/s (spread) | ratio | "
           "client CPU per 10k tok/s | rounds |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -2,7 +2,8 @@
 a stand-in vLLM server replaying recorded real output, and a results database recorded on GPUs.
 
 Two tiers: every test whose fixtures start a real vLLM server (they all ask for `real_vllm`)
-gets the `vllm` marker at collection; `pytest -m "not vllm"` runs the rest."""
+gets the `vllm` marker at collection; tests that start one through the CLI or the app, or build
+for minutes (the desktop bundle), carry it themselves; `pytest -m "not vllm"` runs the rest."""
 
 from __future__ import annotations
 

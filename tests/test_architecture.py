@@ -98,3 +98,62 @@ def test_only_the_store_talks_to_the_database():
                 for finding in database_code(path.read_text(encoding="utf-8"))]
     assert problems == [], "SQL or database access outside workbench/store (add a named operation there):\n" + \
         "\n".join(problems)
+
+
+# --- layers, size, and imports that can be read off each module's header --------------------------
+PACKAGES = [ROOT / "workbench", ROOT / "app"]
+MAX_LINES = 400
+
+
+def _modules():
+    for top in PACKAGES:
+        yield from sorted(top.rglob("*.py"))
+
+
+def test_the_import_contracts_hold():
+    # The layers, "workbench never imports Qt or the app" and "only the store opens the database",
+    # as import-linter checks them (pyproject.toml): an upward import fails here.
+    import subprocess
+    import sys
+
+    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "BROKEN" not in done.stdout and "0 broken" in done.stdout
+
+
+def test_no_module_is_over_400_lines():
+    long = {str(f.relative_to(ROOT)): n for f in _modules() if (n := len(f.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
+
+
+def _deferred_imports(source: str) -> list[int]:
+    """Lines of imports inside a function that no comment explains (on the line, or in the comment
+    block just above it)."""
+    lines = source.splitlines()
+    bare = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                i = sub.lineno - 1
+                said = "#" in lines[i]
+                j = i - 1
+                while not said and j >= 0 and (lines[j].strip().startswith(("#", "import ", "from ")) or
+                                               not lines[j].strip()):
+                    said = lines[j].strip().startswith("#")
+                    j -= 1
+                if not said:
+                    bare.append(sub.lineno)
+    return sorted(set(bare))
+
+
+def test_every_import_inside_a_function_says_why():
+    bare = {str(f.relative_to(ROOT)): lines for f in _modules() if (lines := _deferred_imports(f.read_text()))}
+    assert not bare, f"imports inside functions without a comment saying why they are deferred: {bare}"
+
+
+def test_the_deferred_import_check_can_fail():
+    assert _deferred_imports("def f():\n    import json\n    return json\n") == [2]
+    assert _deferred_imports("def f():\n    # heavy: only this verb needs it\n    import json\n") == []

@@ -152,3 +152,6 @@ def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, 
     page.validate()
     assert not page.profile_form.warning.isVisible()
     assert page.commands.toPlainText().startswith("vllm serve")
+    # Its findings too come from the pool: they end while the page lives.
+    qtbot.waitUntil(lambda: "checking" not in page.status.text(), timeout=10000)
+    assert "attached server" not in page.status.text()

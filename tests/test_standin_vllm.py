@@ -168,3 +168,15 @@ def test_the_periodic_log_lines_say_what_was_served():
     assert sum(f["accepted"] for f in figures()) == sum(r.spec["num_accepted_draft_tokens"] for r in results)
     assert all(len(f["per_position"]) == 3 for f in figures())
     assert sum('"POST /v1/chat/completions HTTP/1.1" 200' in line for line in server.log) == 4
+
+
+def test_a_real_server_started_outside_the_vllm_tier_fails_the_test():
+    """The guard in conftest.py: this test has no `vllm` marker, so starting vLLM fails it at once
+    (before any process starts), which keeps the fast tier free of real servers."""
+    from workbench.host import vllm_cli
+
+    port = launch.free_port()
+    srv = launch.LocalServer(launch.LaunchSpec(vllm_cli.argv(sys.executable, ["serve", "x"]), ["serve", "x"], {}, port))
+    with pytest.raises(pytest.fail.Exception, match="mark it `vllm`"):
+        srv.start()
+    assert srv.proc is None
