@@ -69,6 +69,7 @@ def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int
 def _app():
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    # Deferred: Qt is loaded only when charts are drawn, so reading the data (all_data) stays headless
     from PySide6.QtWidgets import QApplication
 
     from app.widgets import theme
@@ -80,6 +81,7 @@ def _app():
 
 def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str],
                width: int, height: int, dpi: int, db_path: str | Path | None = None) -> list[Path]:
+    # Deferred: the charts load Qt and pyqtgraph, which only drawing needs
     from app.widgets import charts as chartlib
 
     _app()
@@ -109,6 +111,7 @@ def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str
 
 
 def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path | None = None) -> Path:
+    # Deferred: the charts load Qt and pyqtgraph, which only drawing needs
     from app.widgets import charts as chartlib
 
     _app()

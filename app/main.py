@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
@@ -21,7 +22,7 @@ from app.pages.models_page import ModelsPage
 from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
-from workbench import __version__, events, paths, plan, store
+from workbench import __version__, events, paths, plan, remote, store
 from workbench.host import engine
 
 DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
@@ -244,8 +245,6 @@ class MainWindow(QMainWindow):
         """Asks which host (a saved one, or [user@]host[:port] with ~/.ssh/config's settings),
         checks it (off the GUI thread: SSH may take a while to answer, or to give up), then runs
         the plan there."""
-        from workbench import remote
-
         if self._checking_remote:
             return
         saved = sorted(p.stem for p in remote.remotes_dir().glob("*.toml")) if remote.remotes_dir().is_dir() else []
@@ -367,8 +366,6 @@ class MainWindow(QMainWindow):
 
 
 def _read_plan_doc(path: Path) -> dict:
-    import tomllib
-
     return tomllib.loads(path.read_text())
 
 

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import platformdirs
 
+import resources
+
 APP = "draftbench"
 
 
@@ -34,6 +36,4 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def resources_dir() -> Path:
-    import resources
-
     return Path(resources.__file__).parent

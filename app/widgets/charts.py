@@ -10,6 +10,7 @@ import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (the exporters are a submodule pyqtgraph does not import)
 from PySide6.QtCore import QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
+from PySide6.QtWidgets import QApplication
 
 from app.widgets import theme
 from workbench.analysis import recommend
@@ -189,8 +190,6 @@ def lay_out(w: pg.PlotWidget, width: int, height: int) -> None:
     w.resize(width, height)
     w.getPlotItem().resize(width, height)
     w.setSceneRect(0, 0, width, height)
-    from PySide6.QtWidgets import QApplication
-
     QApplication.processEvents()
     # Auto-ranging is applied lazily at paint time, which an unshown plot never reaches; the SVG
     # exporter reads the view's transform directly, so apply the pending range and matrix now.

@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from workbench import store
+from workbench.metrics import telemetry
 
 # A baseline matches a speculative run when everything but the drafting method is the same.
 MATCH = ("experiment_id", "target", "workload", "concurrency", "request_rate", "max_tokens",
@@ -222,8 +223,6 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
 def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
     """Mean power and utilisation of every GPU a run used, over its measured window, and the power
     summed over its GPUs (what a tensor-parallel configuration draws in all)."""
-    from workbench.metrics import telemetry
-
     out = []
     for run_id in run_ids:
         r = store.run(db, run_id)

@@ -87,10 +87,12 @@ def local_folder(ref: str) -> Path | None:
     path = Path(ref).expanduser()
     if (path / "config.json").is_file():
         return path
+    # Deferred: hub imports huggingface_hub and httpx, which this module otherwise does without
     from workbench.checkpoints import hub
 
     if not hub.REPO_ID.match(ref):
         return None
+    # Deferred: huggingface_hub is slow to import and only a Hub id needs it
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(ref, "config.json", cache_dir=hub.cache_dir())

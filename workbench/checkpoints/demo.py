@@ -118,6 +118,7 @@ def ensure(root: Path | None = None, progress: Progress | None = None, force: bo
 def _build(todo: list[DemoModel], root: Path | None, report: Progress) -> None:
     source = gguf_path()
     try:
+        # Deferred: torch and transformers take seconds to import and only building the demo model needs them
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:

@@ -31,6 +31,7 @@ def padded_heads(q_heads: int, kv_heads: int, tp: int) -> tuple[int, int]:
 
 
 def pad(src: str | Path, dst: str | Path, tp: int) -> dict:
+    # Deferred: torch and safetensors take seconds to import and only padding the weights needs them
     import torch
     from safetensors.torch import load_file, save_file
 

@@ -13,6 +13,7 @@ import re
 import shutil
 import threading
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Callable
 
@@ -348,8 +349,6 @@ def _write_ref(storage: Path, revision: str, sha: str) -> None:
 
 
 def _wanted(path: str, patterns: list[str] | None) -> bool:
-    from fnmatch import fnmatch
-
     return patterns is None or any(fnmatch(path, p) for p in patterns)
 
 

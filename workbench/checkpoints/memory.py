@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from workbench.checkpoints import compat
 from workbench.checkpoints.compat import Checkpoint
+from workbench.host import gpus
 
 GiB = 1024 ** 3
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
@@ -103,6 +105,7 @@ def estimate(target: Checkpoint, draft: Checkpoint | None, max_model_len: int, c
 
 
 def available_ram() -> int:
+    # Deferred: psutil is only needed when a plan is checked against this machine's memory
     import psutil
 
     return psutil.virtual_memory().available
@@ -110,8 +113,6 @@ def available_ram() -> int:
 
 def gpu_budget(gpu: int = 0, utilization: float = GPU_UTILIZATION) -> tuple[int, str]:
     """vLLM's share (--gpu-memory-utilization) of one GPU's memory (the first the profile selects)."""
-    from workbench.host import gpus
-
     sizes = gpus.memory_totals()
     if not sizes:
         return 0, "no visible GPU"
@@ -136,8 +137,6 @@ def for_plan(p, vllm, env_of) -> list[tuple[str, str]]:
     """(server label, warning) for every server whose checkpoints are on disk. `env_of(server)`
     is the environment the server will really be started with (the launch layer builds it; the
     CPU build's KV-cache reservation is read from it)."""
-    from workbench.checkpoints import compat
-
     out = []
     for server, runs in p.servers():
         try:
@@ -169,6 +168,7 @@ class Measured:
 
 
 def measure_tree(pid: int) -> Measured:
+    # Deferred: psutil is only needed when a server is measured
     import psutil
 
     root = psutil.Process(pid)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 # The optional packages some methods need (found, not imported).
 OPTIONAL_MODULES = ("arctic_inference",)
@@ -66,8 +67,6 @@ class VllmInstall:
         """Whether vLLM's engine arguments mention a flag (checked in its source, not by importing it)."""
         if not self.package_dir:
             return False
-        from pathlib import Path
-
         source = Path(self.package_dir) / "engine" / "arg_utils.py"
         try:
             return flag_fragment in source.read_text(errors="replace")

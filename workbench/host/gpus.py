@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -66,8 +67,6 @@ def detect() -> tuple[str, list[Gpu]]:
 
 def parse_cuda_version(nvidia_smi_banner: str) -> str | None:
     """'| NVIDIA-SMI 580.95.05   Driver Version: 580.95.05   CUDA Version: 13.0 |'."""
-    import re
-
     m = re.search(r"CUDA Version:\s*([\d.]+)", nvidia_smi_banner)
     return m.group(1) if m else None
 

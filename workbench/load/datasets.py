@@ -4,10 +4,11 @@ posed as chat prompts the way each benchmark is usually posed."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.load.workloads import Prompt, WorkloadError, read_rows
+from workbench.load.prompts import Prompt, WorkloadError, read_rows
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def from_file(dataset: Dataset, path: Path) -> list[Prompt]:
 
 def fetch(dataset: Dataset, offline: bool = False) -> list[Path]:
     """The dataset's files in the Hugging Face cache, downloaded the first time."""
+    # Deferred: huggingface_hub is slow to import and only a benchmark not yet read needs it
     from huggingface_hub import snapshot_download
     from huggingface_hub import errors as hub_errors
 
@@ -103,7 +105,6 @@ def load(spec: str, base: Path | None = None) -> list[Prompt]:
         if not file.is_file():
             raise WorkloadError(f"{dataset.name}: {path} is not a file")
         return from_file(dataset, file)
-    import os
 
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
     prompts: list[Prompt] = []

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import paths
+from workbench.load import datasets
+# Prompt, WorkloadError and read_rows live in prompts (datasets needs them too); callers use them from here.
+from workbench.load.prompts import Prompt, WorkloadError, read_jsonl, read_rows
 
 BUILTIN = "builtin"
 FAMILIES = {
@@ -17,17 +18,6 @@ FAMILIES = {
     "programming_task": "MBPP-like short programming tasks",
 }
 PROMPT_COLUMNS = ("prompt", "question", "text", "problem")
-
-
-class WorkloadError(ValueError):
-    """A one-line reason a workload cannot be used."""
-
-
-@dataclass(frozen=True)
-class Prompt:
-    id: str
-    family: str
-    text: str
 
 
 RANDOM = "random"
@@ -44,8 +34,6 @@ def random_prompts(count: int = 64, words: int = 48, seed: int = 0) -> list[Prom
 
 def template(name: str) -> str:
     """How the workload's rows become user messages (stored with every run)."""
-    from workbench.load import datasets
-
     key = name.partition(":")[0]
     if key in datasets.DATASETS:
         return datasets.DATASETS[key].template
@@ -58,45 +46,6 @@ def template(name: str) -> str:
 
 def builtin_path() -> Path:
     return paths.resources_dir() / "prompts" / "builtin.jsonl"
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    try:
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    raise WorkloadError(f"{path.name} line {lineno} is not valid JSON") from None
-                if not isinstance(row, dict):
-                    raise WorkloadError(f"{path.name} line {lineno} is not a JSON object")
-                rows.append(row)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return rows
-
-
-def _read_parquet(path: Path) -> list[dict]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise WorkloadError("reading parquet needs pyarrow: pip install pyarrow") from None
-    try:
-        return pq.read_table(path).to_pylist()
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise WorkloadError(f"{path.name} is not a readable parquet file ({type(exc).__name__})") from None
-
-
-def read_rows(path: Path) -> list[dict]:
-    """Rows of a .parquet or .jsonl/.json file."""
-    if path.suffix == ".parquet":
-        return _read_parquet(path)
-    if path.suffix in (".jsonl", ".json"):
-        return _read_jsonl(path)
-    raise WorkloadError(f"{path.name} must be .jsonl or .parquet")
 
 
 def _from_rows(rows: list[dict], source: str, family: str) -> list[Prompt]:
@@ -124,14 +73,12 @@ def _file(name: str, base: Path | None) -> Path:
 def load(name: str, base: Path | None = None) -> list[Prompt]:
     """`builtin`, `builtin:FAMILY`, a benchmark (`gsm8k`, `math500`, `humaneval`, `mbpp`, or
     `NAME:PATH` for a local copy), or a .jsonl/.parquet file with a prompt column."""
-    from workbench.load import datasets
-
     if name.partition(":")[0] in datasets.DATASETS:
         return datasets.load(name, base)
     if name == RANDOM:
         return random_prompts()
     if name == BUILTIN or name.startswith(BUILTIN + ":"):
-        prompts = _from_rows(_read_jsonl(builtin_path()), "the built-in set", "")
+        prompts = _from_rows(read_jsonl(builtin_path()), "the built-in set", "")
         if ":" in name:
             family = name.split(":", 1)[1]
             if family not in FAMILIES:
@@ -147,8 +94,6 @@ def load(name: str, base: Path | None = None) -> list[Prompt]:
 
 def resolve(name: str, base: Path | None) -> str:
     """The workload name with any relative file path made absolute, so runs find it from anywhere."""
-    from workbench.load import datasets
-
     key, sep, rest = name.partition(":")
     if name == BUILTIN or key == BUILTIN or name == RANDOM or name in datasets.DATASETS:
         return name
@@ -159,8 +104,6 @@ def resolve(name: str, base: Path | None) -> str:
 
 def check(name: str, base: Path | None = None) -> None:
     """Validate a workload name (WorkloadError says what is wrong)."""
-    from workbench.load import datasets
-
     if name in datasets.DATASETS or name == RANDOM:
         return  # benchmarks are fetched from the Hub (or its cache) when the run starts
     load(name, base)

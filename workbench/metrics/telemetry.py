@@ -129,6 +129,7 @@ class NvmlSource:
     """NVML in-process: a reading costs microseconds, where nvidia-smi costs tens of milliseconds."""
 
     def __init__(self, visible: dict[int, int] | None):
+        # Deferred: nvidia-ml-py is optional (sources_for falls back to nvidia-smi) and only CUDA hosts use it
         import pynvml
 
         self.nvml = pynvml

@@ -7,6 +7,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomli_w
+
 from workbench import methods, paths, plan
 
 FIELDS = ("name", "draft", "target", "method", "n", "draft_gated", "target_gated", "publisher", "source")
@@ -53,8 +55,6 @@ def user_catalog_path() -> Path:
 def add_user_pair(entry: dict) -> None:
     """Adds (or replaces, by name) a pair in the user's catalog, which `load` reads after the
     shipped one."""
-    import tomli_w
-
     path = user_catalog_path()
     doc = tomllib.loads(path.read_text()) if path.exists() else {}
     pairs = [p for p in doc.get("pair", []) if p.get("name") != entry["name"]] + [entry]

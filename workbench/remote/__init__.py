@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
+import tomli_w
+
 from workbench import paths, store
 
 DEFAULT_DATA_DIR = "~/.local/share/draftbench"
@@ -157,7 +159,6 @@ def load(path: Path, **kw) -> RemoteHost:
 def save(name: str, host: RemoteHost) -> Path:
     if not re.fullmatch(r"[\w.-]+", name):
         raise RemoteError(f"{name!r}: a host name may use letters, digits, '.', '-' and '_'")
-    import tomli_w
 
     remotes_dir().mkdir(parents=True, exist_ok=True)
     path = remotes_dir() / f"{name}.toml"

@@ -16,8 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from workbench import store
-from workbench.host import process
+from workbench import __version__, store
+from workbench.host import gpus, process
+from workbench.usecases import doctor
 
 # Rows of store.RUN_TABLES are only ever appended (streamed by id); those of store.MUTABLE_TABLES
 # change in place (sent again whenever their content changes), parents before children.
@@ -31,10 +32,6 @@ def _data_dir(path: str) -> Path:
 
 
 def check(args) -> int:
-    from workbench import __version__
-    from workbench.usecases import doctor
-    from workbench.host import gpus
-
     platform_name, devices = gpus.detect()
     data = _data_dir(args.data_dir)
     print(json.dumps({

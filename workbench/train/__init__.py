@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -53,6 +54,7 @@ class Pipeline(DataSteps, ModelSteps):
 
     @property
     def target(self) -> str:
+        # Deferred: plan pulls in the checkpoints and load packages (aiohttp), which only resolving the target needs
         from workbench import plan
 
         try:
@@ -153,8 +155,6 @@ class Pipeline(DataSteps, ModelSteps):
         """Takes the finished data steps of another folder: files are hard-linked where the file
         system allows (no copy of the hidden states), else copied; the data folder is assembled
         under a temporary name, so an interrupted reuse is redone, never half-used."""
-        import shutil
-
         def link(a: str, b: str) -> None:
             try:
                 os.link(a, b)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from workbench import events
+from workbench.host import engine
 from workbench.train.config import CONCURRENCY, Cancelled, SELF_PROMPTS, TrainError
 from workbench.train.records import _cut_to_last_line, _write_jsonl
 
 
 def _client(base_url: str, api_key: str | None):
+    # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -20,6 +23,7 @@ def _client(base_url: str, api_key: str | None):
 
 
 def _post(client, base_url: str, path: str, body: dict):
+    # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx
 
     try:
@@ -30,6 +34,7 @@ def _post(client, base_url: str, path: str, body: dict):
 
 def _served_model(client, base_url: str) -> str:
     """The model id a vLLM server serves; a refused key or a foreign server is one line."""
+    # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx
 
     try:
@@ -50,6 +55,7 @@ class DataSteps:
     """Steps 1 and 2 of the pipeline (a mixin of `Pipeline`)."""
 
     def _prompts(self) -> dict:
+        # Deferred: the load package imports aiohttp, which only reading a workload needs
         from workbench.load import workloads
 
         if self.config.prompts == SELF_PROMPTS:
@@ -107,8 +113,7 @@ class DataSteps:
         to the start of a user turn, a chat model samples something a user might ask. For a target
         with no representative traffic at hand this gives on-distribution prompts, and it keeps
         Draftbench's own workloads unseen by the draft, so an evaluation on them is held out."""
-        from concurrent.futures import ThreadPoolExecutor
-
+        # Deferred: transformers takes seconds to import and only this step needs it
         from transformers import AutoTokenizer
 
         marker = "\u2063DRAFTBENCH\u2063"
@@ -166,8 +171,8 @@ class DataSteps:
         return {"prompts": len(rows), "source": f"written by the target ({attempt} samples)"}
 
     def _start_server(self):
+        # Deferred: launch and plan pull in httpx, huggingface_hub and aiohttp, which only starting a server needs
         from workbench import launch, plan
-        from workbench.host import engine
 
         install = engine.probe(self.vllm_python or sys.executable)
         if not install.found:
@@ -195,8 +200,6 @@ class DataSteps:
                   done: int, total: int) -> None:
         """Greedy responses by the target itself, with the exact token ids vLLM used (prompt
         tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
         # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited (the
         # server is stopped next, which ends them).
         pool = ThreadPoolExecutor(CONCURRENCY)

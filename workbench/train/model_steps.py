@@ -16,6 +16,7 @@ from workbench import events, paths
 from workbench.host import process
 from workbench.train.config import Cancelled, TrainError
 from workbench.train.records import _cached_matches, _load_dataset, _metric_event, _speculators, best_checkpoint, loss_of
+from workbench.train.speculators_cpu import EVENT_PREFIX
 
 
 class ModelSteps:
@@ -42,6 +43,7 @@ class ModelSteps:
         """Per sample: the outputs of decoder layers k-1 for each id k, plus the last decoder
         layer's output (before the final norm), stacked as [seq, n_layers, H] — what vLLM's
         `extract_hidden_states` writes, obtained here with forward hooks, so it runs on CPU."""
+        # Deferred: torch, safetensors and transformers take seconds to import and only this step needs them
         import torch
         from safetensors.torch import save_file
         from transformers import AutoModelForCausalLM
@@ -130,6 +132,7 @@ class ModelSteps:
         return {"path": str(ckpt.resolve())}
 
     def _register(self) -> dict:
+        # Deferred: plan pulls in the checkpoints and load packages (aiohttp), which only registering the pair needs
         from workbench.plan import catalog
 
         ckpt = self.manifest()["done"]["checkpoint"]["path"]
@@ -147,8 +150,6 @@ class ModelSteps:
 
     # -- helpers -------------------------------------------------------------------------------
     def _subprocess(self, argv: list[str], step: str, on_metrics: Callable[[dict], None] | None = None) -> None:
-        from workbench.train.speculators_cpu import EVENT_PREFIX
-
         log = open(self.out / f"{step}.log", "a", encoding="utf-8", buffering=1)
         metrics = open(self.out / "train-metrics.jsonl", "a", encoding="utf-8", buffering=1) if on_metrics else None
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -40,6 +40,7 @@ def best_checkpoint(save: Path) -> Path | None:
 
 
 def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
+    # Deferred: safetensors (with torch) takes seconds to import and only the hidden-states step needs it
     from safetensors import safe_open
 
     try:
@@ -52,6 +53,7 @@ def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
 
 
 def _load_dataset(folder: Path):
+    # Deferred: the datasets package takes seconds to import and only the training steps need it
     from datasets import load_from_disk
 
     try:

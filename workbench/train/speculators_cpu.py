@@ -51,6 +51,7 @@ class _EchoLogger:
 
 
 def patch_for_cpu() -> bool:
+    # Deferred: torch and speculators take seconds to import and only the training subprocess needs them
     import torch
 
     import speculators.train.trainer as trainer
@@ -65,6 +66,7 @@ def patch_for_cpu() -> bool:
 
 def main(argv: list[str]) -> int:
     patch_for_cpu()
+    # Deferred: speculators is heavy, and its CLI is imported only once the trainer is patched
     from speculators.train.cli import main as train_main
     from speculators.train.config import TrainConfig
 
