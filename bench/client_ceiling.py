@@ -90,8 +90,8 @@ def main() -> int:
         server.wait(timeout=10)
     print(f"\nload-generator ceiling against bench/sse_standin.py ({args.workers} server processes, "
           f"{os.cpu_count()} cores, {args.tokens} tokens a request)")
-    print(f"| client | concurrency | client processes | tok/s | client CPU-s per 10k tokens |")
-    print(f"| --- | --- | --- | --- | --- |")
+    print("| client | concurrency | client processes | tok/s | client CPU-s per 10k tokens |")
+    print("| --- | --- | --- | --- | --- |")
     for name, c, n, tok_s, cpu in rows:
         print(f"| {name} | {c} | {n} | {tok_s:,.0f} | {cpu:.3f} |")
     return 0

@@ -154,7 +154,7 @@ def session(api_key: str, concurrency: int, timeout_s: float) -> aiohttp.ClientS
 async def generate(base_url: str, api_key: str, model: str, prompts: list[Prompt], sampling: Sampling,
                    concurrency: int, request_rate: float | None = None, seed: int = 0,
                    on_result: Callable[[RequestResult], None] | None = None,
-                   timeout_s: float = 600.0, first_idx: int = 0) -> list[RequestResult]:
+                   timeout_s: float = 600.0, indices: list[int] | None = None) -> list[RequestResult]:
     """Send every prompt once, at most `concurrency` at a time; with `request_rate`, arrivals
     follow a Poisson process of that rate (requests/s), still capped by the concurrency."""
     url = base_url.rstrip("/") + "/v1/chat/completions"
@@ -171,8 +171,9 @@ async def generate(base_url: str, api_key: str, model: str, prompts: list[Prompt
                 on_result(r)
 
         tasks = []
-        for i, prompt in enumerate(prompts, start=first_idx):
-            if request_rate and i > first_idx:
+        # `indices` numbers the prompts when they are one process's share of a larger set.
+        for k, (i, prompt) in enumerate(zip(indices or range(len(prompts)), prompts)):
+            if request_rate and k:
                 await asyncio.sleep(rng.expovariate(request_rate))
             tasks.append(asyncio.create_task(send(i, prompt)))
         await asyncio.gather(*tasks)

@@ -16,7 +16,6 @@ import math
 import multiprocessing
 import os
 import queue
-import random
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -58,31 +57,12 @@ def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float
 
         t0 = time.perf_counter()
         try:
-            asyncio.run(_send(base_url, api_key, model, prompts, sampling, concurrency, rate, seed, report,
-                              timeout_s))
+            asyncio.run(load.generate(base_url, api_key, model, [p for _, p in prompts], sampling, concurrency,
+                                      rate, seed, report, timeout_s, indices=[i for i, _ in prompts]))
         except Exception as exc:  # a worker must always answer, or the parent would wait for ever
             out.put(("error", f"{type(exc).__name__}: {exc}"[:300]))
         # perf_counter is CLOCK_MONOTONIC on Linux, one clock for every process of the host.
         out.put(("done", (time.process_time() - cpu0, t0, time.perf_counter())))
-
-
-async def _send(base_url, api_key, model, prompts, sampling, concurrency, rate, seed, report, timeout_s):
-    url = base_url.rstrip("/") + "/v1/chat/completions"
-    gate = asyncio.Semaphore(concurrency)
-    rng = random.Random(seed)
-    async with load.session(api_key, concurrency, timeout_s) as client:
-        async def send(idx: int, prompt: Prompt) -> None:
-            async with gate:
-                r = await load.one_request(client, url, load.chat_body(model, prompt, sampling), idx, prompt.id,
-                                           prompt.family)
-            report(r)
-
-        tasks = []
-        for k, (idx, prompt) in enumerate(prompts):
-            if rate and k:
-                await asyncio.sleep(rng.expovariate(rate))
-            tasks.append(asyncio.create_task(send(idx, prompt)))
-        await asyncio.gather(*tasks)
 
 
 class ClientPool:
