@@ -154,3 +154,31 @@ def test_sweep_mode_is_validated_and_an_adaptive_plan_is_its_own_experiment(fold
                           ('sweep = 3\n', r"\[sweep\] must be a table")):
         with pytest.raises(plan.PlanError, match=message):
             _plan(folders, text + GOOD if text.startswith("sweep =") else GOOD + text)
+
+
+def test_relaunch_gives_each_repeat_a_server_of_its_own_and_keeps_the_configurations(folders):
+    shared = _plan(folders)
+    relaunched = _plan(folders, GOOD + "[sweep]\nrelaunch = true\n")
+    # Two repeats: twice the launches, each serving one repeat of both concurrencies.
+    assert len(relaunched.servers()) == 2 * len(shared.servers())
+    for server, runs in relaunched.servers():
+        assert server.launch in (1, 2) and {r.repeat for r in runs} == {server.launch}
+        assert sorted(r.concurrency for r in runs) == [1, 4]
+    # The same runs otherwise (the repeats of a configuration still aggregate), under new keys,
+    # while a plan without the option keeps its keys, so its stored runs still resume.
+    strip = lambda r: (r.server.method, r.server.n, r.concurrency, r.repeat)  # noqa: E731
+    assert sorted(map(strip, relaunched.runs)) == sorted(map(strip, shared.runs))
+    assert not {r.key for r in relaunched.runs} & {r.key for r in shared.runs}
+    assert _plan(folders, GOOD + "[sweep]\nrelaunch = false\n").hash == shared.hash
+    assert all(s.launch == 0 for s, _ in shared.servers())
+    for text, message in (("[sweep]\nrelaunch = 1\n", "sweep.relaunch must be true or false"),
+                          ('[sweep]\nrelaunch = true\nmode = "adaptive"\n', "exhaustive sweeps only")):
+        with pytest.raises(plan.PlanError, match=message):
+            _plan(folders, GOOD + text)
+
+
+def test_relaunch_cannot_apply_to_an_attached_server(folders):
+    text = GOOD.split("[[methods]]")[0] + ('[profile]\nkind = "attach"\nbase_url = "http://127.0.0.1:8000"\n'
+                                           "[workload]\nrepeats = 2\ntemperature = 0.0\n[sweep]\nrelaunch = true\n")
+    with pytest.raises(plan.PlanError, match="an attached server cannot be relaunched"):
+        _plan(folders, text)

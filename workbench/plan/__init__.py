@@ -39,11 +39,17 @@ class Server:
     enforce_eager: bool
     per_request_metrics: bool
     profile: Profile = Profile()
+    # With `[sweep] relaunch = true`, repeat k of a configuration gets launch k: a server of its
+    # own, so launch-to-launch drift (placement, clocks, compilation) enters the interval of
+    # the repeats. 0 when every repeat shares one server.
+    launch: int = 0
 
     @property
     def key(self) -> str:
         fields = asdict(self)
         del fields["profile"]
+        if not self.launch:
+            del fields["launch"]  # keeps the keys of plans written before the option existed
         if not self.profile.is_default:
             # Keys of plans written before profiles existed stay the same (their runs resume).
             fields["profile"] = self.profile.key_fields()
@@ -78,6 +84,8 @@ class Run:
         fields = asdict(self)
         if not self.ignore_eos:
             del fields["ignore_eos"]  # keeps the keys of plans written before the option existed
+        if not self.server.launch:
+            del fields["server"]["launch"]  # likewise
         return _hash(fields)
 
     @property
@@ -253,12 +261,19 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
         raise PlanError("[sweep] must be a table")
-    unknown = set(sweep_t) - {"mode"}
+    unknown = set(sweep_t) - {"mode", "relaunch"}
     if unknown:
-        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode")
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode or relaunch")
     mode = sweep_t.get("mode", "exhaustive")
     if mode not in MODES:
         raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
+    relaunch = sweep_t.get("relaunch", False)
+    if not isinstance(relaunch, bool):
+        raise PlanError("sweep.relaunch must be true or false")
+    if relaunch and profile.kind == "attach":
+        raise PlanError("sweep.relaunch needs servers Draftbench starts: an attached server cannot be relaunched")
+    if relaunch and mode == "adaptive":
+        raise PlanError("sweep.relaunch works with exhaustive sweeps only (an adaptive sweep counts one launch per N)")
 
     w = doc.get("workload", {})
     if not isinstance(w, dict):
@@ -348,7 +363,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         for workload in names:
             for c in concurrency:
                 for rep in range(1, repeats + 1):
-                    runs.append(Run(server, workload, c, request_rate, rep, num_prompts,
-                                    max_tokens, float(temperature), float(top_p), warmup, ignore_eos))
+                    # Grouped by server key (Plan.servers), so with relaunch each launch serves
+                    # its repeat of every workload and concurrency.
+                    runs.append(Run(replace(server, launch=rep) if relaunch else server, workload, c,
+                                    request_rate, rep, num_prompts, max_tokens, float(temperature),
+                                    float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
     return Plan(name, text, path, runs, float(health_timeout), skipped, mode)
