@@ -6,7 +6,7 @@ The figure that matters is CPU-seconds per 10k output tokens (the same as cores 
 at most 0.3 keeps the client from limiting any server it measures. The tok/s column is the
 ceiling on this host, where the stand-in shares the cores with the client.
 
-usage: python bench/client_ceiling.py [--workers 4] [--concurrency 16 64 256] [--tokens 256]
+usage: python bench/client_ceiling.py [--workers 4] [--concurrency 16 64 256] [--tokens 256] [--step-ms 0]
 """
 
 from __future__ import annotations
@@ -59,9 +59,13 @@ def main() -> int:
     ap.add_argument("--requests-per-stream", type=int, default=4)
     ap.add_argument("--port", type=int, default=8011)
     ap.add_argument("--skip-httpx", action="store_true")
+    ap.add_argument("--step-ms", type=float, default=0.0,
+                    help="the stand-in's pause between tokens of a stream (1.3 is about a small model at "
+                         "concurrency 1 on a GPU): the client's cost when each token wakes it on its own")
     args = ap.parse_args()
     server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "sse_standin.py"), "--port", str(args.port),
-                               "--workers", str(args.workers)], start_new_session=True)
+                               "--workers", str(args.workers), "--step-ms", str(args.step_ms)],
+                              start_new_session=True)
     base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(100):
@@ -89,7 +93,7 @@ def main() -> int:
         os.killpg(server.pid, signal.SIGTERM)  # the stand-in and its worker processes
         server.wait(timeout=10)
     print(f"\nload-generator ceiling against bench/sse_standin.py ({args.workers} server processes, "
-          f"{os.cpu_count()} cores, {args.tokens} tokens a request)")
+          f"{os.cpu_count()} cores, {args.tokens} tokens a request, {args.step_ms} ms between tokens)")
     print("| client | concurrency | client processes | tok/s | client CPU-s per 10k tokens |")
     print("| --- | --- | --- | --- | --- |")
     for name, c, n, tok_s, cpu in rows:

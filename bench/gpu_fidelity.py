@@ -6,8 +6,9 @@ order alternating from round to round (Draftbench first in even rounds, `vllm be
 odd ones), after one untimed pass that leaves every prompt's prefix in the cache for both sides.
 Draftbench is measured through its whole runner (an attach profile: scrapes, database writes and
 telemetry included), as a user runs it. Printed: the median of each side's rounds and their
-spread ((max - min) / median), the ratio of medians, MAL and per-position acceptance of both,
-and the client's CPU per 10k output tok/s. Results append to OUT/fidelity.json.
+spread ((max - min) / median), the ratio (the median of the rounds' ratios; the ratio of medians
+beside it), MAL and per-position acceptance of both, how many answers had the same length on
+both sides, and the client's CPU per 10k output tok/s. Results append to OUT/fidelity.json.
 
 usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py --target DIR --config baseline \
     [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 3] [--max-tokens 256] --out DIR
@@ -20,6 +21,7 @@ import asyncio
 import json
 import os
 import statistics
+from collections import Counter
 import subprocess
 import sys
 import tempfile
@@ -56,13 +58,15 @@ max_tokens = {max_tokens}
 warmup = 0
 concurrency = [{concurrency}]
 temperature = 0.0
+ignore_eos = {ignore_eos}
 """
 
 
-def prompts_for(concurrency: int, window_tokens: int, max_tokens: int) -> int:
-    """Enough requests for a window of about `window_tokens` output tokens, and at least four
-    waves of the concurrency (a window of one wave measures its ramp and tail, not the server)."""
-    return max(16, 4 * concurrency, window_tokens // max_tokens)
+def prompts_for(concurrency: int, window_tokens: int, max_tokens: int, waves: int = 8) -> int:
+    """Enough requests for a window of about `window_tokens` output tokens, and at least `waves`
+    waves of the concurrency: the ramp at the start and the tail at the end of a window are one
+    wave each, so with eight they weigh a quarter as much as with two."""
+    return max(16, waves * concurrency, window_tokens // max_tokens)
 
 
 def spread(values: list[float]) -> float:
@@ -87,7 +91,7 @@ class VllmBench:
             self.log.write(line)
         raise SystemExit(f"the vllm bench worker exited ({self.proc.wait()}); see vllm-bench.log")
 
-    def run(self, base, key, target, prompts, max_tokens, concurrency) -> dict:
+    def run(self, base, key, target, prompts, max_tokens, concurrency, ignore_eos=False) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             dataset = Path(tmp) / "prompts.jsonl"
             dataset.write_text("".join(json.dumps({"prompt": x.text}) + "\n" for x in prompts))
@@ -97,7 +101,8 @@ class VllmBench:
                     "--dataset-name", "custom", "--dataset-path", str(dataset),
                     "--num-prompts", str(len(prompts)), "--custom-output-len", str(max_tokens),
                     "--max-concurrency", str(concurrency), "--temperature", "0",
-                    "--num-warmups", "0", "--disable-tqdm", "--save-result", "--result-filename", str(result),
+                    "--num-warmups", "0", "--disable-tqdm", "--save-result", "--save-detailed",
+                    "--result-filename", str(result), *(["--ignore-eos"] if ignore_eos else []),
                     # The prompts are chat messages on both sides: no template applied twice.
                     "--skip-chat-template"]
             self.proc.stdin.write(json.dumps({"args": args, "env": {"OPENAI_API_KEY": key}}) + "\n")
@@ -117,7 +122,18 @@ def draftbench(install, db_path: Path, text: str) -> dict:
     p = plan.loads(text, path="fidelity.toml")
     runner.Runner(p, str(db_path), install, emit=lambda e: None).run()
     db = store.open_db(db_path)
-    return [r for r in store.runs(db) if r["status"] == "completed"][-1]
+    run = dict([r for r in store.runs(db) if r["status"] == "completed"][-1])
+    # Each answer's length, compared with vllm bench's output_lens.
+    run["output_lens"] = [r["output_tokens"] for r in
+                          db["requests"].rows_where("run_id = ?", [run["id"]], order_by="idx")]
+    db.conn.close()
+    return run
+
+
+def paired_ratio(ours: list[float], theirs: list[float]) -> float:
+    """The median over rounds of each round's ratio: the two sides of a round ran back to back,
+    so drift of the machine between rounds cancels in it, as it does not in a ratio of medians."""
+    return statistics.median(a / b for a, b in zip(ours, theirs))
 
 
 def measure_config(install, bench: VllmBench, args, label: str, method: str | None, n: int | None, out: Path,
@@ -141,7 +157,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
         method_toml = ""
         db_path = out / f"fidelity-{label}.sqlite"
         for c in args.concurrency:
-            count = prompts_for(c, args.window_tokens, args.max_tokens)
+            count = prompts_for(c, args.window_tokens, args.max_tokens, args.waves)
             prompts = workloads.sample(workloads.load("builtin"), count, seed=0)
             # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
             asyncio.run(load.generate(base, key, "smol", prompts, load.Sampling(32, 0.0), c))
@@ -155,10 +171,12 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                     if side == "draftbench":
                         text = PLAN.format(name=f"fid-{label}-c{c}-r{k}", target=args.target,
                                            max_model_len=args.max_model_len, base_url=base, method=method_toml,
-                                           prompts=count, max_tokens=args.max_tokens, concurrency=c)
+                                           prompts=count, max_tokens=args.max_tokens, concurrency=c,
+                                           ignore_eos=str(args.ignore_eos).lower())
                         ours.append(draftbench(install, db_path, text))
                     else:
-                        theirs.append(bench.run(base, key, args.target, prompts, args.max_tokens, c))
+                        theirs.append(bench.run(base, key, args.target, prompts, args.max_tokens, c,
+                                                args.ignore_eos))
             if not ours or not theirs:
                 break
             a = [r["output_tok_s"] for r in ours]
@@ -167,7 +185,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
             row = {
                 "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
                 "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
-                "ratio": statistics.median(a) / statistics.median(b),
+                "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
                 "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
                 "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
                 "rounds": len(a), "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
@@ -177,6 +195,10 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 "vllm_bench_per_position": [t.get("spec_decode_per_position_acceptance_rates") for t in theirs],
                 "draftbench_output_tokens": [r["output_tokens"] for r in ours],
                 "vllm_bench_output_tokens": [t["total_output_tokens"] for t in theirs],
+                # Answers of the same length on both sides, per round (as multisets: vllm bench
+                # shuffles a custom dataset, so its order is not the prompts').
+                "same_length_answers": [sum((Counter(o["output_lens"]) & Counter(t.get("output_lens") or [])).values())
+                                        for o, t in zip(ours, theirs)],
             }
             rows.append(row)
             print(f"[{label}] c={c:<4} draftbench {row['draftbench_tok_s']:>9,.0f} tok/s (spread "
@@ -195,7 +217,9 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128, 256])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--window-tokens", type=int, default=4000)
+    ap.add_argument("--window-tokens", type=int, default=12000)
+    ap.add_argument("--waves", type=int, default=8, help="at least this many waves of the concurrency a window")
+    ap.add_argument("--ignore-eos", action="store_true", help="both sides generate max-tokens for every prompt")
     ap.add_argument("--max-model-len", type=int, default=2048)
     ap.add_argument("--seconds", type=float, default=3600, help="stop starting rounds after this long")
     ap.add_argument("--platform", default="cuda", help="cuda, rocm, or none for a smoke test on the CPU build")
@@ -218,13 +242,16 @@ def main() -> int:
         results_file.write_text(json.dumps(results, indent=1))
     bench.close()
     print("\n| method | concurrency | Draftbench tok/s (spread) | vllm bench serve tok/s (spread) | ratio | "
-          "client CPU per 10k tok/s | rounds |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "ratio of medians | client CPU per 10k tok/s | same-length answers | rounds |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         cpu = r["client_cpu_per_10k_tok_s"]
+        same = r.get("same_length_answers")
+        same = f"{min(same)}-{max(same)} of {r['prompts']}" if same else "-"
         print(f"| {r['method']} | {r['concurrency']} | {r['draftbench_tok_s']:,.0f} ({r['draftbench_spread']:.1%}) | "
               f"{r['vllm_bench_tok_s']:,.0f} ({r['vllm_bench_spread']:.1%}) | {r['ratio']:.3f} | "
-              f"{'-' if cpu is None else f'{cpu:.3f}'} | {r['rounds']} |")
+              f"{r.get('ratio_of_medians', r['ratio']):.3f} | {'-' if cpu is None else f'{cpu:.3f}'} | "
+              f"{same} | {r['rounds']} |")
     return 0
 
 
