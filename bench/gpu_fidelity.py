@@ -124,8 +124,9 @@ def draftbench(install, db_path: Path, text: str) -> dict:
     db = store.open_db(db_path)
     run = dict([r for r in store.runs(db) if r["status"] == "completed"][-1])
     # Each answer's length, compared with vllm bench's output_lens.
-    run["output_lens"] = [r["output_tokens"] for r in
-                          db["requests"].rows_where("run_id = ?", [run["id"]], order_by="idx")]
+    requests = list(db["requests"].rows_where("run_id = ?", [run["id"]], order_by="idx"))
+    run["output_lens"] = [r["output_tokens"] for r in requests]
+    run["prompt_ids"] = [r["prompt_id"] for r in requests]
     db.conn.close()
     return run
 
@@ -158,7 +159,9 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
         db_path = out / f"fidelity-{label}.sqlite"
         for c in args.concurrency:
             count = prompts_for(c, args.window_tokens, args.max_tokens, args.waves)
-            prompts = workloads.sample(workloads.load("builtin"), count, seed=0)
+            # The prompts the runner sends: it samples repeat k of a run with seed k, and a plan's
+            # repeats count from 1 (with seed 0, the two sides sent different prompts).
+            prompts = workloads.sample(workloads.load("builtin"), count, seed=1)
             # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
             asyncio.run(load.generate(base, key, "smol", prompts, load.Sampling(32, 0.0), c))
             ours, theirs = [], []
@@ -174,6 +177,9 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                                            prompts=count, max_tokens=args.max_tokens, concurrency=c,
                                            ignore_eos=str(args.ignore_eos).lower())
                         ours.append(draftbench(install, db_path, text))
+                        if ours[-1]["prompt_ids"] != [p.id for p in prompts]:
+                            raise SystemExit("the runner sent other prompts than vllm bench gets: the "
+                                             "comparison would not be of the same work")
                     else:
                         theirs.append(bench.run(base, key, args.target, prompts, args.max_tokens, c,
                                                 args.ignore_eos))
