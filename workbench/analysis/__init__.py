@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from workbench import store
+from workbench.host import provenance
 from workbench.analysis import compare
 
 
@@ -65,7 +66,14 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("GPU memory peak (MiB)", _f(r.get("gpu_mem_peak_mib"), ".0f")),
         ("environment", _environment(r.get("environment"))),
         ("command", r["command"] or ""),
+        *_provenance(r.get("provenance")),
     ]
+
+
+def _provenance(text: str | None) -> list[tuple[str, str]]:
+    """The run's provenance, one field a line (docs/amd-instinct.md says what each means)."""
+    rows = provenance.rows(json.loads(text) if text else None)
+    return [(f"provenance: {label}", value) for label, value in rows] or [("provenance", "not recorded")]
 
 
 def _environment(text: str | None) -> str:

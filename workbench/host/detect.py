@@ -35,8 +35,7 @@ class Host:
             found = "no ROCm or CUDA GPU (no amd-smi, rocm-smi, nvidia-smi or /dev/kfd)"
         else:
             names = ", ".join(self.gpus) or "names unknown"
-            found = f"{self.accelerator.upper() if self.accelerator == 'rocm' else 'CUDA'} host: " \
-                    f"{len(self.gpus) or '?'} GPU(s) ({names})"
+            found = f"{'ROCm' if self.accelerator == 'rocm' else 'CUDA'} host: {len(self.gpus) or '?'} GPU(s) ({names})"
         tools = ", ".join(self.tools + (("/dev/kfd",) if self.kfd else ())) or "none"
         return [found, f"GPU tools: {tools}", f"docker: {self.docker or 'not found'}", *self.notes]
 
