@@ -231,3 +231,107 @@ def test_a_saved_default_profile_is_used_by_plans_naming_none(tmp_path, monkeypa
     gpu_setup.save(profiles.Profile(kind="docker", platform="rocm", image=profiles.ROCM_IMAGE), make_default=True)
     p = plan.loads('name = "p"\n[target]\nmodel = "org/m"\n' + WORKLOAD)
     assert p.runs[0].server.profile.kind == "docker" and p.runs[0].server.profile.image == profiles.ROCM_IMAGE
+
+
+# --- a sweep on a (simulated) ROCm host: known problems warned and stored, provenance stored ----
+
+ATTACH_MTP = """
+name = "rocm-attach"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+[profile]
+kind = "attach"
+base_url = "{url}"
+api_key_env = "STANDIN_KEY"
+[[methods]]
+method = "mtp"
+n = 3
+[workload]
+num_prompts = 4
+max_tokens = 32
+warmup = 0
+concurrency = [2]
+temperature = 0.0
+"""
+
+
+def test_known_bad_rows_cite_sources_and_versions():
+    rows = knownbad.load()
+    assert rows and all(r.sources and all(s.startswith("https://github.com/") for s in r.sources) for r in rows)
+    assert all(knownbad.version_tuple(r.vllm_from) for r in rows)
+    eagle_aiter = [r for r in rows if "eagle3" in r.methods and "ROCM_AITER_FA" in r.attention_backends]
+    assert eagle_aiter and "vllm-project/vllm/pull/54180" in eagle_aiter[0].sources[0]
+    assert eagle_aiter[0].applies("eagle3", "ROCM_AITER_FA", "0.27.1")
+    assert not eagle_aiter[0].applies("eagle3", "ROCM_AITER_FA", "0.26.0")  # before it was reported
+    assert not eagle_aiter[0].applies("eagle3", "TRITON_ATTN", "0.27.1")
+    assert knownbad.image_version("vllm/vllm-openai-rocm:v0.27.1") == "0.27.1"
+    assert knownbad.image_version("vllm/vllm-openai-rocm:latest") is None
+    assert knownbad.image_version("localhost:5000/vllm") is None
+
+
+def test_preflight_warns_of_a_known_bad_combination_only_on_rocm(demo_models, vllm_install):
+    text = ATTACH_MTP.format(url="http://127.0.0.1:9").replace(
+        '[profile]\nkind = "attach"\nbase_url = "http://127.0.0.1:9"\napi_key_env = "STANDIN_KEY"\n',
+        '[profile]\nkind = "docker"\nimage = "vllm/vllm-openai-rocm:v0.27.1"\nattention_backend = "ROCM_AITER_FA"\n')
+    p = plan.loads(text.replace('method = "mtp"', 'method = "eagle3"\ndraft = "org/eagle3-head"'))
+    found = [f for f in findings.preflight(p, vllm_install, host_platform="rocm") if "known problem" in f.message]
+    assert len(found) == 1 and found[0].level == findings.WARNING and found[0].label == "eagle3 N=3"
+    assert "https://github.com/vllm-project/vllm/pull/54180" in found[0].message and "0.27.1" in found[0].message
+    assert not [f for f in findings.preflight(p, vllm_install, host_platform="cuda") if "known problem" in f.message]
+
+
+def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host, standin_server, demo_models,
+                                                                      vllm_install, tmp_path, monkeypatch):
+    from workbench.analysis import run_summary
+    from workbench.sweep import runner
+
+    monkeypatch.setenv("STANDIN_KEY", standin_server.api_key)
+    monkeypatch.setenv("VLLM_ROCM_USE_AITER", "1")
+    p = plan.loads(ATTACH_MTP.format(url=standin_server.base_url))
+    events: list = []
+    db_path = tmp_path / "rocm.sqlite"
+    summary = runner.Runner(p, str(db_path), vllm_install, emit=events.append, scrape_interval_s=0.1).run()
+    assert summary["completed"] == 1
+    # Said before anything was measured ...
+    started = next(e for e in events if e.KIND == "sweep_started")
+    known = [w for w in started.warnings if w.startswith("known problem on ROCm for eagle3/mtp")]
+    assert len(known) == 1 and "https://github.com/vllm-project/vllm/issues/46596" in known[0]
+    db = store.open_db(db_path, readonly=True)
+    (row,) = store.runs(db)
+    # ... and stored with the run.
+    assert known[0] in json.loads(row["warnings"])
+    prov = store.provenance_of(db, [row["id"]])[row["id"]]
+    assert prov["kind"] == "attach" and prov["platform"] == "rocm"
+    assert prov["gpu_model"] == "MI300A" and prov["compute_partition"] == "SPX" and prov["memory_partition"] == "NPS1"
+    assert prov["power_cap_w"] == "550" and prov["interconnect"] == "PCIE"
+    # An attached server was started by someone else: this shell's AITER switch says nothing about it.
+    assert "rocm_env" not in prov
+    assert prov["vllm_version"] == launch.server_version(standin_server.base_url) == "0.32.0"
+    shown = dict(run_summary(db, row))
+    assert shown["provenance: compute partition"] == "SPX" and shown["provenance: power cap (W)"] == "550"
+    # export-bench carries it along.
+    from workbench.report import benchjson
+
+    assert benchjson.export_run(row)["draftbench_provenance"] == prov
+
+
+def test_compare_flags_runs_whose_provenance_differs(qtbot):
+    from app.pages.compare_page import ComparePage
+    from app.widgets.provenance_note import ProvenanceNote
+
+    base = {"kind": "docker", "image": "vllm/vllm-openai-rocm:v0.27.1", "memory_partition": "NPS1",
+            "attention_backend": "ROCM_ATTN"}
+    rows = [{"id": 1, "provenance": json.dumps(base)},
+            {"id": 2, "provenance": json.dumps({**base, "memory_partition": "NPS4"})},
+            {"id": 3, "provenance": None}]
+    note = ProvenanceNote()
+    qtbot.addWidget(note)
+    note.show_for(rows)
+    assert not note.isHidden() and note.fields == ["memory partition"]
+    assert "NPS4 (runs 2)" in note.toolTip() and "NPS1 (runs 1)" in note.toolTip()
+    note.show_for(rows[:1] + rows[2:])  # one provenance, and a run without any: nothing to flag
+    assert note.isHidden()
+    page = ComparePage()
+    qtbot.addWidget(page)
+    assert isinstance(page.provenance_note, ProvenanceNote)
