@@ -308,6 +308,7 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
     # An attached server was started by someone else: this shell's AITER switch says nothing about it.
     assert "rocm_env" not in prov
     assert prov["vllm_version"] == launch.server_version(standin_server.base_url) == "0.32.0"
+    assert ("warning", known[0]) in run_summary(db, row)
     shown = dict(run_summary(db, row))
     assert shown["provenance: compute partition"] == "SPX" and shown["provenance: power cap (W)"] == "550"
     # export-bench carries it along.

@@ -60,6 +60,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),
         ("TPOT mean (ms)", _f(r["tpot_mean_ms"], ".1f")),
         ("prompts seen before", "yes" if r["prompts_seen_before"] else "no"),
+        *[("warning", w) for w in json.loads(r.get("warnings") or "[]")],
         ("vLLM", f"{r['vllm_version']} (torch {r['torch_version']})"),
         ("energy (J) / J per token", f"{_f(r.get('energy_j'), '.0f')} / {_f(r.get('joules_per_token'), '.3f')}"),
         ("GPU power mean (W), util mean (%)", f"{_f(r.get('power_mean_w'), '.0f')}, {_f(r.get('gpu_util_mean'), '.0f')}"),
