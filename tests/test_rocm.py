@@ -226,6 +226,15 @@ def test_bootstrap_stops_before_installing_the_gpu_extra_on_a_rocm_host(rocm_hos
     assert detect.ROCM_ROUTE in done.stderr
 
 
+def test_a_cuda_vllm_on_a_rocm_host_stops_a_local_plan_with_the_rocm_route(demo_models):
+    # What `pip install draftbench[gpu]` leaves on a ROCm host.
+    cuda_vllm = engine.VllmInstall("/venv/bin/python", "3.11", "0.27.1", "vllm", "/venv/vllm", "2.9.0", "4.57")
+    p = plan.loads('name = "p"\n[target]\nmodel = "demo:smollm2-135m"\n' + WORKLOAD)
+    errors = findings.errors(findings.preflight(p, cuda_vllm, host_platform="rocm"))
+    assert [e.message for e in errors] == [f"vLLM 0.27.1 in /venv/bin/python is a CUDA build; {detect.ROCM_ROUTE}"]
+    assert not findings.errors(findings.preflight(p, cuda_vllm, host_platform="cuda"))
+
+
 def test_a_saved_default_profile_is_used_by_plans_naming_none(tmp_path, monkeypatch):
     monkeypatch.setattr(profiles, "saved_path", lambda: tmp_path / "profiles.toml")
     gpu_setup.save(profiles.Profile(kind="docker", platform="rocm", image=profiles.ROCM_IMAGE), make_default=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from workbench import launch
 from workbench.checkpoints import compat, memory
-from workbench.host import gpus
+from workbench.host import detect, gpus
 from workbench.host.engine import VllmInstall
 from workbench.plan import Plan, knownbad, sanity
 
@@ -32,6 +32,10 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
     out = [Finding(WARNING, "", w) for w in sanity.for_plan(p, db)]
     shown: set[str] = set()  # one warning repeated for every N is said once
     platform = host_platform if host_platform is not None else gpus.detect()[0]
+    local = [s for s, _ in p.servers() if s.profile.kind == "local" and s.profile.gpu_platform(platform) == "rocm"]
+    if local and vllm.found and vllm.build == "cuda":
+        # What `pip install draftbench[gpu]` leaves on a ROCm host: PyPI's vllm, a CUDA build.
+        out.append(Finding(ERROR, "", f"vLLM {vllm.version} in {vllm.python} is a CUDA build; {detect.ROCM_ROUTE}"))
     for server, _ in p.servers():
         for warning in knownbad.for_server(server, platform, vllm.version):
             if warning not in shown:
