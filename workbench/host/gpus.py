@@ -9,6 +9,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.host import amdsmi
+
 
 @dataclass(frozen=True)
 class Gpu:
@@ -38,24 +40,19 @@ def parse_nvidia_smi_list(text: str) -> list[Gpu]:
 
 
 def parse_amd_smi_list(text: str) -> list[Gpu]:
-    """`amd-smi static --asic --json`: a list of {gpu, asic: {market_name}}."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return []
-    items = data if isinstance(data, list) else data.get("gpu_data", [])
-    return [Gpu("amd", int(d.get("gpu", i)), d.get("asic", {}).get("market_name", "AMD GPU"))
-            for i, d in enumerate(items)]
+    """`amd-smi static --asic [--json]`: {gpu, asic: {market_name}} per GPU, in either layout."""
+    return [Gpu("amd", int(amdsmi.number(d.get("gpu")) or i), (d.get("asic") or {}).get("market_name", "AMD GPU"))
+            for i, d in enumerate(amdsmi.read(text))]
 
 
-def detect() -> tuple[str, list[Gpu]]:
-    """('rocm' | 'cuda' | 'none', GPUs)."""
+def detect(kfd: Path = Path("/dev/kfd")) -> tuple[str, list[Gpu]]:
+    """('rocm' | 'cuda' | 'none', GPUs). `kfd` is the ROCm kernel driver's device node."""
     amd = _run(["amd-smi", "static", "--asic", "--json"])
     if amd:
         gpus = parse_amd_smi_list(amd)
         if gpus:
             return "rocm", gpus
-    if Path("/dev/kfd").exists():
+    if kfd.exists() or shutil.which("rocm-smi"):
         return "rocm", []
     nvidia = _run(["nvidia-smi", "-L"])
     if nvidia:

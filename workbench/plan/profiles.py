@@ -254,9 +254,10 @@ def _write_saved(profiles: dict[str, Profile], path: Path) -> None:
 
 
 def resolve(value, base: Path | None = None) -> Profile:
-    """A plan's `profile`: a table, or the name of a saved profile."""
+    """A plan's `profile`: a table, or the name of a saved profile. A plan that names none gets the
+    saved profile "default" where the user made one (`gpu_setup --make-default`), else the local one."""
     if value is None:
-        return Profile()
+        return load_saved().get("default", Profile())
     if isinstance(value, str):
         if value == "local":
             return Profile()

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from workbench import __version__
+from workbench.report.provenance_html import section as provenance_section
 
 TABLE_COLUMNS = [
     ("target", "Target", "{}"), ("method", "Method", "{}"), ("workload", "Workload", "{}"),
@@ -76,6 +77,7 @@ body {{ font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }}
 table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }}
 th {{ background: #f0f0f0; }} td:nth-child(-n+3) {{ text-align: left; }}
+table.prov th, table.prov td {{ text-align: left; }}
 figure {{ display: inline-block; margin: 0.5em; border: 1px solid #ddd; padding: 0.5em; }}
 figcaption {{ font-weight: bold; margin-bottom: 0.3em; }}
 figure svg {{ width: 560px; height: auto; display: block; }}
@@ -90,6 +92,7 @@ Speedup = output tokens/s / the matching baseline's (same target, workload, conc
 <h2>Runs</h2><table><thead><tr><th>Run</th><th>Method</th><th>N</th><th>Workload</th><th>Conc.</th><th>Repeat</th>
 <th>Status</th><th>tok/s</th><th>MAL</th><th>Accept.</th></tr></thead><tbody>{run_rows}</tbody></table>
 <h2>Exact vLLM commands and versions</h2><ul>{command_html}</ul>
+{provenance_section(runs)}
 </body></html>
 """
 

@@ -105,4 +105,7 @@ def export_run(row: dict) -> dict:
         out["spec_decode_acceptance_rate"] = 100.0 * row["acceptance_rate"]
     if row.get("per_position"):
         out["spec_decode_per_position_acceptance_rates"] = json.loads(row["per_position"])
+    if row.get("provenance"):
+        # Not a field of vllm bench serve's own files, which ignore keys they do not know.
+        out["draftbench_provenance"] = json.loads(row["provenance"])
     return out

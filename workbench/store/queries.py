@@ -3,6 +3,7 @@ table: a read of it answers as for an empty one."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sqlite3
@@ -42,6 +43,16 @@ def runs_of_experiment(db: Database, experiment_id: int) -> list[dict]:
 
 def runs_in_plan_order(db: Database, experiment_id: int) -> list[dict]:
     return list(db["runs"].rows_where("experiment_id = ?", [experiment_id], order_by="seq"))
+
+
+def provenance_of(db: Database, run_ids: list[int]) -> dict[int, dict | None]:
+    """Each run's stored provenance (None for a run stored before it was recorded, or imported)."""
+    if not run_ids or "provenance" not in db["runs"].columns_dict:
+        return {run_id: None for run_id in run_ids}
+    marks = ",".join("?" * len(run_ids))
+    rows = db.execute(f"SELECT id, provenance FROM runs WHERE id IN ({marks})", list(run_ids)).fetchall()
+    found = {row[0]: json.loads(row[1]) if row[1] else None for row in rows}
+    return {run_id: found.get(run_id) for run_id in run_ids}
 
 
 def completed_run_keys(db: Database, experiment_id: int) -> set[str]:

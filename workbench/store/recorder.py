@@ -111,6 +111,12 @@ class Recorder:
             for run_id in run_ids:
                 self.db["runs"].update(run_id, {"environment": json.dumps(environment)})
 
+    def server_provenance(self, run_ids: list[int], provenance: dict) -> None:
+        """What the server these runs are measured on was: image, versions, GPU settings, backend."""
+        with self.db.conn:
+            for run_id in run_ids:
+                self.db["runs"].update(run_id, {"provenance": json.dumps(provenance, sort_keys=True)})
+
     def run_started(self, run_id: int) -> None:
         with self.db.conn:
             self.db["runs"].update(run_id, {"status": "running", "started": time.time()})

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -136,7 +136,15 @@ def _v7(db: sqlite_utils.Database) -> None:
             db["runs"].add_column(column, kind)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7}
+def _v8(db: sqlite_utils.Database) -> None:
+    # Provenance: what decides a result besides the plan (image and digest, vLLM commit, ROCm/HIP,
+    # partitions, power cap, AITER variables, the attention backend vLLM chose ...), one JSON
+    # object per run, collected when its server started (workbench.host.provenance).
+    if "provenance" not in db["runs"].columns_dict:
+        db["runs"].add_column("provenance", str)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -17,7 +17,8 @@ from workbench import events, launch, store
 from workbench.host import engine, gpus, process
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
-from workbench.plan import Plan, Run, Server, sanity
+from workbench.launch import provenance
+from workbench.plan import Plan, Run, Server, knownbad, sanity
 from workbench.plan.profiles import Profile
 from workbench.sweep.measure import WARMUP_PROMPT, Measurement, RunFailed
 from workbench.sweep.window import model_runner, per_request_window, summarize
@@ -51,6 +52,7 @@ class Runner(Measurement):
         self.vllm = vllm or engine.probe(self.profile.python)
         self.host_platform = "none"
         self.environment: dict = {}
+        self._host_provenance: dict | None = None
         self.sampler: telemetry.Sampler | None = None
         self.emit = emit or events.Writer()
         self.scrape_interval_s = scrape_interval_s
@@ -75,7 +77,8 @@ class Runner(Measurement):
         host = host_info()
         self.host_platform = host["accelerator"]
         self.environment = gpus.environment(self.host_platform)
-        self.warnings = sanity.for_runs(part, self.db)
+        known = knownbad.for_runs(part, self.host_platform, self.vllm.version)
+        self.warnings = {key: w + known.get(key, []) for key, w in sanity.for_runs(part, self.db).items()}
         exp_id = self.record.experiment(part.name, part.hash, part.text, part.path, host)
         # A run interrupted or failed before loses everything it wrote, and runs again.
         ids = self.record.register_runs(
@@ -170,8 +173,22 @@ class Runner(Measurement):
         self.sweep_id = self.record.sweep_started(self.experiment_id, self.events_path, self.t0, runs, pending)
         self.emit(events.SweepStarted(experiment=self.experiment_id, db=str(self.db_path), runs=runs,
                                       pending=pending, skipped=self.plan.skipped,
-                                      warnings=sanity.for_plan(self.plan, self.db)))
+                                      warnings=self._plan_warnings()))
         self._start_telemetry()
+
+    def _plan_warnings(self) -> list[str]:
+        """The plan's distinct warnings, the known ROCm problems of its servers included."""
+        known = knownbad.for_runs(self.plan, self.host_platform, self.vllm.version)
+        return list(dict.fromkeys(sanity.for_plan(self.plan, self.db) + [w for ws in known.values() for w in ws]))
+
+    def _provenance(self, server: Server, spec: launch.LaunchSpec, lines: list[str], served: str | None) -> dict:
+        """This server's provenance; the host's part is asked once per sweep, and only where the
+        server runs on this host."""
+        if self._host_provenance is None:
+            local = self.profile.kind != "attach" or launch.is_loopback(self.profile.base_url)
+            platform = self.profile.gpu_platform(self.host_platform) if local else "none"
+            self._host_provenance = provenance.host_part(platform, self.profile.gpus)
+        return provenance.for_server(server, spec, self.vllm, self._host_provenance, lines, served)
 
     def stop_telemetry(self) -> None:
         if self.sampler:
@@ -241,6 +258,8 @@ class Runner(Measurement):
         environment = {**self.environment, "profile": server.profile.name, "kind": spec.kind,
                        "vllm_server": launch.server_version(spec.base_url), **model_runner(list(srv.tail))}
         self.record.server_environment([ids[r.key] for r in todo], environment)
+        self.record.server_provenance([ids[r.key] for r in todo],
+                                      self._provenance(server, spec, list(srv.tail), environment["vllm_server"]))
         seen: set[str] = set()
         self.clients = pool.ClientPool(spec.base_url, srv.api_key, server.served_name,
                                        pool.processes_for(max(r.concurrency for r in todo)))

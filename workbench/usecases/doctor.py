@@ -7,7 +7,8 @@ import platform
 
 from workbench import __version__, paths
 from workbench.checkpoints import demo
-from workbench.host import engine, gpus
+from workbench.host import detect, engine
+from workbench.usecases import gpu_setup
 
 
 def _version(dist: str) -> str:
@@ -19,7 +20,7 @@ def _version(dist: str) -> str:
 
 def report(python: str | None = None) -> list[tuple[str, str]]:
     vllm = engine.probe(python)
-    platform_name, devices = gpus.detect()
+    host = detect.scan()
     if vllm.found:
         vllm_line = f"{vllm.version} ({vllm.distribution}, {vllm.build} build) in {vllm.python}"
     else:
@@ -38,8 +39,11 @@ def report(python: str | None = None) -> list[tuple[str, str]]:
         ("vllm", vllm_line),
         ("torch (vLLM env)", vllm.torch or "not installed"),
         ("transformers (vLLM env)", vllm.transformers or "not installed"),
-        ("gpus", "none visible (no ROCm or CUDA device; vLLM's CPU build still runs)" if platform_name == "none"
-         else f"{platform_name}: " + (", ".join(f"{g.index}: {g.name}" for g in devices) or "devices present, names unknown")),
+        ("gpus", "none visible (no ROCm or CUDA device; vLLM's CPU build still runs)" if host.accelerator == "none"
+         else host.lines()[0]),
+        ("gpu tools", host.lines()[1].split(": ", 1)[1]),
+        ("docker", host.docker or "not found"),
+        ("gpu launch profile", gpu_setup.propose(host, vllm).line),
         ("demo gguf", gguf),
     ]
     for model in demo.ALL:

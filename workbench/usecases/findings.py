@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from workbench import launch
 from workbench.checkpoints import compat, memory
+from workbench.host import detect, gpus
 from workbench.host.engine import VllmInstall
-from workbench.plan import Plan, sanity
+from workbench.plan import Plan, knownbad, sanity
 
 ERROR, WARNING = compat.ERROR, compat.WARNING
 
@@ -23,12 +24,24 @@ class Finding:
         return f"{self.label}: {self.message}" if self.label else self.message
 
 
-def preflight(p: Plan, vllm: VllmInstall, db=None) -> list[Finding]:
-    """Every finding, in order: the plan's (against the runs already in `db`, if given), then each
-    server's compatibility, then memory. Reads config.json and safetensors headers only. Memory is
-    not estimated once a pair is incompatible: that pair will not start anyway."""
+def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = None) -> list[Finding]:
+    """Every finding, in order: the plan's (against the runs already in `db`, if given), the known
+    ROCm problems of its servers on this host (`host_platform`, detected when not given), then
+    each server's compatibility, then memory. Reads config.json and safetensors headers only.
+    Memory is not estimated once a pair is incompatible: that pair will not start anyway."""
     out = [Finding(WARNING, "", w) for w in sanity.for_plan(p, db)]
     shown: set[str] = set()  # one warning repeated for every N is said once
+    platform = host_platform if host_platform is not None else gpus.detect()[0]
+    local = [s for s, _ in p.servers() if s.profile.kind == "local" and s.profile.gpu_platform(platform) == "rocm"]
+    if local and vllm.found and vllm.build == "cuda":
+        # What `pip install draftbench[gpu]` leaves on a ROCm host: PyPI's vllm, a CUDA build.
+        out.append(Finding(ERROR, "", f"vLLM {vllm.version} in {vllm.python} is a CUDA build; {detect.ROCM_ROUTE}"))
+    for server, _ in p.servers():
+        for warning in knownbad.for_server(server, platform, vllm.version):
+            if warning not in shown:
+                shown.add(warning)
+                n = "" if server.n is None else f" N={server.n}"
+                out.append(Finding(WARNING, f"{server.method}{n}", warning))
     for label, verdict in compat.for_plan(p):
         if verdict.level == ERROR:
             out.append(Finding(ERROR, label, verdict.message))

@@ -1,0 +1,44 @@
+"""The Compare page's provenance line: says when the compared runs were measured under different
+images, vLLM builds, GPU settings or attention backends, and on which fields."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from PySide6.QtWidgets import QLabel
+
+from workbench.host import provenance
+
+
+def differing(rows: list[dict]) -> list[tuple[str, dict[str, list[int]]]]:
+    return provenance.differences({r["id"]: json.loads(r["provenance"]) if r.get("provenance") else None
+                                   for r in rows})
+
+
+class ProvenanceNote(QLabel):
+    """Hidden while every compared run shares one provenance (or none was recorded)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setObjectName("provenanceNote")
+        self.setStyleSheet("QLabel#provenanceNote { color: #8a5300; }")
+        self.fields: list[str] = []
+        self.hide()
+
+    def show_for(self, rows: list[dict]) -> None:
+        found = differing(rows)
+        self.fields = [label for label, _ in found]
+        if not found:
+            self.clear()
+            self.setToolTip("")
+            self.hide()
+            return
+        parts = [f"{html.escape(label)} ({len(values)} values)" for label, values in found]
+        self.setText("<b>Provenance differs</b> between these runs: " + ", ".join(parts)
+                     + " — their figures may not compare like for like.")
+        self.setToolTip("\n".join(f"{label}: " + "; ".join(f"{v} (runs {', '.join(map(str, ids))})"
+                                                             for v, ids in values.items())
+                                  for label, values in found))
+        self.show()

@@ -1,0 +1,94 @@
+"""Method x attention-backend combinations known to be slow or broken on ROCm
+(resources/rocm/known_bad.toml, each row with its source and the vLLM versions it applies to),
+checked before a sweep spends an hour on one."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from workbench import paths
+from workbench.plan import Plan, Server
+
+AUTO = "AUTO"  # no backend chosen in the profile: vLLM's default selection applies
+_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)")
+
+
+@dataclass(frozen=True)
+class Combination:
+    methods: tuple[str, ...]
+    attention_backends: tuple[str, ...]
+    vllm_from: str
+    vllm_fixed: str
+    problem: str
+    sources: tuple[str, ...]
+
+    def applies(self, method: str, backend: str | None, vllm_version: str | None) -> bool:
+        if method not in self.methods or (backend or AUTO) not in self.attention_backends:
+            return False
+        release = version_tuple(vllm_version)
+        if release is None:
+            return True  # unknown version (an image tagged latest): it may apply, so say it
+        if self.vllm_from and release < version_tuple(self.vllm_from):
+            return False
+        return not (self.vllm_fixed and release >= version_tuple(self.vllm_fixed))
+
+    def warning(self, backend: str | None, vllm_version: str | None) -> str:
+        shown = backend or "the default attention backend"
+        since = f"vLLM >= {self.vllm_from}" + (f", fixed in {self.vllm_fixed}" if self.vllm_fixed else "")
+        version = vllm_version or "unknown"
+        return (f"known problem on ROCm for {'/'.join(self.methods)} with {shown} ({since}; this run: "
+                f"vLLM {version}): {self.problem} — {' '.join(self.sources)}")
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """'0.27.1', 'v0.27.1', '0.19.1+rocm721', '0.22.1rc1.dev499+g470229c' -> (0, 27, 1) etc."""
+    m = _RELEASE.match((version or "").strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def table_path() -> Path:
+    return paths.resources_dir() / "rocm" / "known_bad.toml"
+
+
+@lru_cache(maxsize=4)
+def load(path: Path | None = None) -> tuple[Combination, ...]:
+    doc = tomllib.loads((path or table_path()).read_text())
+    return tuple(Combination(tuple(row["methods"]), tuple(row["attention_backends"]), row.get("vllm_from", ""),
+                             row.get("vllm_fixed", ""), row["problem"], tuple(row["sources"]))
+                 for row in doc.get("combination", []))
+
+
+def image_version(image: str | None) -> str | None:
+    """The vLLM release an image tag names ('vllm/vllm-openai-rocm:v0.27.1' -> '0.27.1')."""
+    tag = (image or "").rpartition(":")[2] if ":" in (image or "").rpartition("/")[2] else ""
+    return tag.lstrip("v") if version_tuple(tag) else None
+
+
+def server_version(server: Server, installed: str | None) -> str | None:
+    """The vLLM a server will run: the image's for a docker profile, else the installed one."""
+    profile = server.profile
+    if profile.kind == "docker":
+        return image_version(profile.image)
+    return None if profile.kind == "attach" else installed
+
+
+def for_server(server: Server, host_platform: str, installed: str | None) -> list[str]:
+    if server.profile.gpu_platform(host_platform) != "rocm":
+        return []
+    version = server_version(server, installed)
+    backend = server.profile.attention_backend
+    return [c.warning(backend, version) for c in load() if c.applies(server.method, backend, version)]
+
+
+def for_runs(plan: Plan, host_platform: str, installed: str | None) -> dict[str, list[str]]:
+    """The known-problem warnings of each run key (the same for every run of one server)."""
+    out: dict[str, list[str]] = {}
+    for server, runs in plan.servers():
+        warnings = for_server(server, host_platform, installed)
+        for r in runs:
+            out[r.key] = warnings
+    return out
