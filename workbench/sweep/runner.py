@@ -213,6 +213,8 @@ class Runner:
             t.join(40)
 
     def finish_sweep(self, extra: dict | None = None) -> dict:
+        if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume
+            self.record.cancel_running(self.experiment_id)
         counts = store.status_counts(self.db, self.experiment_id)
         summary = events.SweepFinished(experiment=self.experiment_id, seconds=time.time() - self.t0,
                                        completed=counts.get("completed", 0), failed=counts.get("failed", 0),
