@@ -283,7 +283,8 @@ class MainWindow(QMainWindow):
         plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
         plan_file.write_text(self.experiment.text_for_run())
         try:
-            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=getattr(self, "_remote", None))
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=getattr(self, "_remote", None),
+                                ray=self.experiment.profile_form.ray_address())
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
             return

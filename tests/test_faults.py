@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from standin_hub import StandinHub
-from workbench import launch, plan
+from workbench import launch, plan, store
 from workbench.sweep import runner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,11 +282,11 @@ def test_newer_schema_and_damaged_databases_are_refused_untouched(recorded_db, t
     copy_db(recorded_db, newer)
     conn = sqlite3.connect(newer)
     with conn:
-        conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(store.SCHEMA_VERSION + 1),))
     conn.close()
     before = completed_rows(newer)
     data = newer.read_bytes()
-    _one_line(_cli(["run", str(plan_file), "--db", str(newer)]), "was written by a newer Draftbench (schema 9")
+    _one_line(_cli(["run", str(plan_file), "--db", str(newer)]), f"was written by a newer Draftbench (schema {store.SCHEMA_VERSION + 1}")
     assert newer.read_bytes() == data
     assert_intact(newer, before)
 

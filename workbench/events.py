@@ -105,6 +105,8 @@ class ServerStarting(Event):
     run: int | None = None   # the first run it serves (sweeps; training has no runs)
     command: str
     kind: str | None = None  # how it is launched: local, docker, attach
+    slot: int | None = None  # a parallel sweep: the GPU slot it runs on, and that slot's GPUs
+    gpus: list | None = None
 
 
 @_record
@@ -112,6 +114,7 @@ class ServerReady(Event):
     KIND = Kind.SERVER_READY
     seconds: float
     port: int
+    slot: int | None = None
 
 
 @_record
@@ -121,6 +124,8 @@ class RunStarted(Event):
     label: str
     index: int
     total: int
+    slot: int | None = None
+    gpus: list | None = None
 
 
 @_record

@@ -15,11 +15,11 @@ from workbench import events, paths
 
 
 def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
-                remote: str | None = None) -> list[str]:
+                remote: str | None = None, ray: str | None = None) -> list[str]:
     """The `draftbench` arguments of a sweep's runner."""
     # On a remote host the local process streams the host's events and rows here; Stop (SIGTERM)
-    # stops the sweep there.
-    where = ["--remote", remote] if remote else []
+    # stops the sweep there. On a Ray cluster this process is the driver, writing the database here.
+    where = ["--remote", remote] if remote else ["--ray", ray] if ray else []
     return ["run", plan_path, "--db", db_path, "--events", events_path, "--log", log_path, "--own-group", *where]
 
 
@@ -29,7 +29,8 @@ class Sweep(Child):
     final = (events.SweepFinished,)
 
     @classmethod
-    def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None) -> "Sweep":
+    def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None,
+              ray: str | None = None) -> "Sweep":
         """Raises OSError when the runner cannot be started."""
         folder = paths.data_dir() / "sweeps"
         folder.mkdir(parents=True, exist_ok=True)
@@ -37,5 +38,5 @@ class Sweep(Child):
         events_path = folder / f"{stamp}-{os.getpid()}.events.jsonl"
         stderr = events_path.with_suffix("").with_suffix(".stderr.txt")
         events_path.touch()
-        args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote)
+        args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray)
         return super().start(args, events_path, stderr, Path.cwd(), parent)

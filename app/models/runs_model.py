@@ -20,6 +20,8 @@ COLUMNS = [
     ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts (vLLM's definition)"),
     ("acceptance_rate", "Accept.", "Acceptance rate = accepted draft tokens / drafted tokens"),
     ("output_tok_s", "Output tok/s", "Output tokens / wall time of the measurement window"),
+    ("gpus", "GPUs", "The GPU(s) the run's server was pinned to (physical indices, as nvidia-smi / amd-smi "
+                     "number them; on vLLM's CPU build, the logical slot); empty: as the launch profile selects them"),
     ("started", "Started", "When the run's measurement began (local time)"),
     ("provenance", "Provenance", "Image or vLLM, GPU, compute/memory partition and the attention backend vLLM "
                                  "chose; the tooltip has every recorded field"),
@@ -70,6 +72,8 @@ class RunsModel(RowsModel):
                 return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
             if key == "provenance":
                 return provenance.summary(json.loads(value))
+            if key == "gpus":
+                return ",".join(map(str, json.loads(value)))
             return FORMATS.get(key, "{}").format(value)
         if role == Qt.ToolTipRole and key in ("target", "error") and value:
             return str(value)

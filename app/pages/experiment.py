@@ -213,6 +213,7 @@ class ExperimentPage(QWidget):
         self.top_p.setValue(float(w.get("top_p", 1.0)))
         self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
         self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
+        self.profile_form.set_parallel(doc.get("sweep", {}).get("parallel", 1))
         self._server = doc.get("server", {})
         self._extra_args = t.get("extra_args")
         try:
@@ -250,6 +251,8 @@ class ExperimentPage(QWidget):
         }
         if self.adaptive.isChecked():
             doc["sweep"] = {"mode": "adaptive"}
+        if self.profile_form.sweep_parallel() != 1:
+            doc.setdefault("sweep", {})["parallel"] = self.profile_form.sweep_parallel()
         if getattr(self, "_server", None):
             doc["server"] = self._server
         try:

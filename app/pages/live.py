@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets import theme
+from app.widgets.slots_table import SlotsTable
 from app.widgets.theme import integer_ticks
 from app.models.dbpoll import RunFeed
 from workbench import events
@@ -99,10 +100,13 @@ class LivePage(QWidget):
         self.adaptive.setVisible(False)
         self.adaptive_lines: dict[str, str] = {}
         self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the sweep: the server is shut down and the run in flight is marked cancelled (Ctrl+.)")
+        self.stop_button.setToolTip("Stop the sweep: every server is shut down and the runs in flight are marked "
+                                    "cancelled (Ctrl+.)")
         self.stop_button.setShortcut("Ctrl+.")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop_requested)
+        self.slots = SlotsTable()
+        self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
 
         self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
         self.pos_plot.setYRange(0, 1.05)
@@ -167,6 +171,7 @@ class LivePage(QWidget):
         layout.addWidget(self.title)
         layout.addLayout(top)
         layout.addWidget(self.adaptive)
+        layout.addWidget(self.slots)
         layout.addLayout(grid, 4)
         layout.addWidget(QLabel("Server log"))
         layout.addWidget(self.log, 1)
@@ -277,6 +282,7 @@ class LivePage(QWidget):
 
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: events.Event) -> None:
+        self.slots.on_event(event)
         if isinstance(event, events.SweepStarted):
             self.sweep_total = event.runs
             self.sweep_done = event.runs - event.pending

@@ -67,6 +67,16 @@ class ProfileForm(QGroupBox):
         self.base_url.setPlaceholderText("http://127.0.0.1:8000")
         self.api_key_env = QLineEdit()
         self.api_key_env.setPlaceholderText("e.g. MY_VLLM_KEY (the variable's name, never the key)")
+        self.parallel = QComboBox()
+        self.parallel.setToolTip("How many servers run at once, each on its own GPU slot of tensor-parallel-size "
+                                 "GPUs (the plan's [sweep] parallel); auto: as many as the GPUs allow")
+        for label, value in (("1 (one server at a time)", 1), ("auto (as many as the GPUs allow)", "auto"),
+                             *((str(n), n) for n in range(2, 9))):
+            self.parallel.addItem(label, value)
+        self.ray = QLineEdit()
+        self.ray.setPlaceholderText("none: this machine; or auto, or the head's HOST:PORT")
+        self.ray.setToolTip("Run the servers as tasks on a Ray cluster (pip install 'draftbench[cluster]'): "
+                            "auto finds the one `ray start --head` runs here; the results come back to this database")
         self.warning = QLabel(ATTACH_WARNING)
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #E69F00")
@@ -79,15 +89,16 @@ class ProfileForm(QGroupBox):
                                    ("gpus", "GPUs", self.gpus), ("aiter", "", self.aiter),
                                    ("backend", "Attention backend", self.backend), ("image", "Image", self.image),
                                    ("base_url", "Server URL", self.base_url), ("api_key_env", "API key variable",
-                                                                               self.api_key_env)):
+                                                                               self.api_key_env),
+                                   ("parallel", "Servers at once", self.parallel), ("ray", "Ray cluster", self.ray)):
             form.addRow(label, widget)
             self.rows[key] = widget
         form.addRow(self.warning)
         self.refresh_saved()
         self.kind.currentIndexChanged.connect(self._kind_changed)
-        for w in (self.python, self.gpus, self.backend, self.image, self.base_url, self.api_key_env):
+        for w in (self.python, self.gpus, self.backend, self.image, self.base_url, self.api_key_env, self.ray):
             w.textChanged.connect(self.changed)
-        for w in (self.platform, self.draft_tp):
+        for w in (self.platform, self.draft_tp, self.parallel):
             w.currentIndexChanged.connect(self.changed)
         self.tp.valueChanged.connect(self.changed)
         self.aiter.stateChanged.connect(self.changed)
@@ -95,8 +106,8 @@ class ProfileForm(QGroupBox):
 
     def _kind_changed(self) -> None:
         kind = self.kind.currentData()
-        shown = {"local": {"platform", "python", "tp", "draft_tp", "gpus", "aiter", "backend"},
-                 "docker": {"platform", "tp", "draft_tp", "gpus", "aiter", "backend", "image"},
+        shown = {"local": {"platform", "python", "tp", "draft_tp", "gpus", "aiter", "backend", "parallel", "ray"},
+                 "docker": {"platform", "tp", "draft_tp", "gpus", "aiter", "backend", "image", "parallel"},
                  "attach": {"base_url", "api_key_env"}}[kind]
         form: QFormLayout = self.layout()
         for key, widget in self.rows.items():
@@ -146,6 +157,21 @@ class ProfileForm(QGroupBox):
         self.base_url.setText(p.base_url or "")
         self.api_key_env.setText(p.api_key_env or "")
         self._kind_changed()
+
+    def sweep_parallel(self) -> int | str:
+        """Servers at once, for the plan's [sweep] parallel (1 for an attached server)."""
+        return 1 if self.kind.currentData() == "attach" else self.parallel.currentData()
+
+    def set_parallel(self, value) -> None:
+        i = self.parallel.findData(value)
+        if i < 0 and isinstance(value, int):
+            self.parallel.addItem(str(value), value)
+            i = self.parallel.count() - 1
+        self.parallel.setCurrentIndex(max(i, 0))
+
+    def ray_address(self) -> str | None:
+        """The Ray cluster to start the sweep on (`--ray`), or None: this machine."""
+        return (self.ray.text().strip() or None) if self.kind.currentData() == "local" else None
 
     def table(self) -> dict:
         """The `[profile]` table these settings make (only what differs from the defaults)."""

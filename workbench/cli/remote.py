@@ -169,6 +169,10 @@ def run_remote(args) -> int:
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
     extra = ["--vllm-python", args.vllm_python] if args.vllm_python else []
+    # The host's runner cuts its own GPUs into slots.
+    for flag, value in (("--gpus", getattr(args, "gpus", None)), ("--parallel", getattr(args, "parallel", None))):
+        if value is not None:
+            extra += [flag, str(value)]
     try:
         remote.check(host)
         launched = remote.launch(host, text, extra)

@@ -23,6 +23,13 @@ def register(sub) -> None:
     r.add_argument("--log", help="write messages (stderr) to this file")
     r.add_argument("--remote", metavar="HOST", help="run on a remote host over SSH ([user@]host[:port] or a "
                    "saved host), streaming its rows into --db; see `draftbench remote`")
+    r.add_argument("--gpus", metavar="LIST",
+                   help="GPUs the sweep may use, e.g. 0-7 or 0,1,4: one server per tensor_parallel_size of them "
+                        "runs at once (on vLLM's CPU build the numbers are logical slots)")
+    r.add_argument("--parallel", metavar="N|auto", help="servers at once (overrides the plan's [sweep] parallel)")
+    r.add_argument("--ray", metavar="auto|ADDRESS",
+                   help="run the server configurations as tasks on a Ray cluster (pip install 'draftbench[cluster]'); "
+                        "`auto` finds a running one (ray start --head), ADDRESS is host:port of its head")
     remote.remote_options(r)
     r.add_argument("--own-group", action="store_true",
                    help="run in a new session, so closing the terminal or app that started it does not stop it")
@@ -35,6 +42,8 @@ def run(args) -> int:
         os.dup2(log.fileno(), sys.stderr.fileno())
     if args.events:
         append(args.events, "events").close()
+    if args.ray and (args.remote or args.gpus):
+        raise CliError("--ray places the servers on the cluster's GPUs: leave out --remote and --gpus")
     if args.remote:
         return remote.run_remote(args)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
@@ -42,6 +51,8 @@ def run(args) -> int:
 
     try:
         loaded = sweeps.load_plan(args.plan, args.vllm_python, args.adaptive, check_packages=not args.dry_run)
+        slots = sweeps.slots_for(loaded, args.gpus, args.parallel, cluster=bool(args.ray))
+        cluster = sweeps.connect_cluster(args.ray) if args.ray and not args.dry_run else None
         existing = sweeps.open_existing(args.db)
     except sweeps.RunError as exc:
         raise CliError(str(exc)) from None
@@ -50,7 +61,7 @@ def run(args) -> int:
             raise CliError(str(finding))
         print(f"draftbench: warning: {finding}", file=sys.stderr)
     if args.dry_run:
-        return _dry_run(loaded)
+        return _dry_run(loaded, slots)
     if args.own_group:
         try:
             os.setsid()
@@ -63,7 +74,8 @@ def run(args) -> int:
 
     try:
         summary = sweeps.run_plan(loaded.plan, loaded.vllm, args.db, emit, local=loaded.local,
-                                  events_path=args.events, on_start=lambda: signal.signal(signal.SIGTERM, stop))
+                                  events_path=args.events, on_start=lambda: signal.signal(signal.SIGTERM, stop),
+                                  slots=slots, cluster=cluster)
     except sweeps.RunError as exc:
         raise CliError(str(exc)) from None
     if summary is None:
@@ -89,7 +101,7 @@ def _with_adaptive_lines(write: events.Emit) -> events.Emit:
     return emit
 
 
-def _dry_run(loaded) -> int:
+def _dry_run(loaded, slots) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.analysis import recommend
     from workbench.sweep import adaptive
@@ -100,6 +112,8 @@ def _dry_run(loaded) -> int:
         print("adaptive: the baseline and these N first; other N only where predicted best:")
         for c in adaptive.contexts(p):
             print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
+    if len(slots) > 1 or slots[0].gpus is not None:
+        print(f"parallel: {len(slots)} server(s) at once, on " + "; ".join(s.label for s in slots))
     for line in commands.preview_lines(commands.preview(p, loaded.vllm)):
         print(line)
     return 0

@@ -19,7 +19,7 @@ class Gpu:
     name: str
 
 
-def _run(argv: list[str]) -> str | None:
+def run_tool(argv: list[str]) -> str | None:
     if not shutil.which(argv[0]):
         return None
     try:
@@ -47,14 +47,14 @@ def parse_amd_smi_list(text: str) -> list[Gpu]:
 
 def detect(kfd: Path = Path("/dev/kfd")) -> tuple[str, list[Gpu]]:
     """('rocm' | 'cuda' | 'none', GPUs). `kfd` is the ROCm kernel driver's device node."""
-    amd = _run(["amd-smi", "static", "--asic", "--json"])
+    amd = run_tool(["amd-smi", "static", "--asic", "--json"])
     if amd:
         gpus = parse_amd_smi_list(amd)
         if gpus:
             return "rocm", gpus
     if kfd.exists() or shutil.which("rocm-smi"):
         return "rocm", []
-    nvidia = _run(["nvidia-smi", "-L"])
+    nvidia = run_tool(["nvidia-smi", "-L"])
     if nvidia:
         gpus = parse_nvidia_smi_list(nvidia)
         if gpus:
@@ -82,19 +82,19 @@ def environment(platform: str) -> dict:
     """What a run's numbers depend on besides vLLM: GPU models, driver and CUDA/ROCm versions."""
     env: dict = {"platform": platform}
     if platform == "cuda":
-        out = _run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+        out = run_tool(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
         if out:
             rows = [line.rsplit(",", 1) for line in out.strip().splitlines() if "," in line]
             env["gpu_models"] = [r[0].strip() for r in rows]
             env["driver"] = rows[0][1].strip() if rows else None
-        banner = _run(["nvidia-smi"])
+        banner = run_tool(["nvidia-smi"])
         env["cuda"] = parse_cuda_version(banner or "")
     elif platform == "rocm":
         env["gpu_models"] = [g.name for g in detect()[1]]
         info = Path("/opt/rocm/.info/version")
         if info.exists():
             env["rocm"] = info.read_text().strip()
-        version = parse_amd_smi_version(_run(["amd-smi", "version", "--json"]) or "")
+        version = parse_amd_smi_version(run_tool(["amd-smi", "version", "--json"]) or "")
         env["rocm"] = env.get("rocm") or version.get("rocm_version")
         driver = Path("/sys/module/amdgpu/version")
         env["driver"] = driver.read_text().strip() if driver.exists() else version.get("amdgpu_version")
@@ -124,10 +124,10 @@ def parse_amd_smi_vram(text: str) -> list[int]:
 
 def memory_totals() -> list[int]:
     """Bytes of memory of each visible GPU (physical order), empty when none is visible."""
-    amd = _run(["amd-smi", "static", "--vram", "--json"])
+    amd = run_tool(["amd-smi", "static", "--vram", "--json"])
     if amd:
         sizes = parse_amd_smi_vram(amd)
         if sizes:
             return sizes
-    nvidia = _run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
+    nvidia = run_tool(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
     return parse_nvidia_smi_memory(nvidia) if nvidia else []

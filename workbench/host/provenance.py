@@ -64,7 +64,7 @@ def vllm_commit(package_dir: str | None, version: str | None) -> str | None:
 
 def image_digest(docker: str, image: str) -> str | None:
     """The repository digest of a pulled image (`docker image inspect`), None when not pulled."""
-    out = gpus._run([docker, "image", "inspect", "--format", "{{json .RepoDigests}}", image])
+    out = gpus.run_tool([docker, "image", "inspect", "--format", "{{json .RepoDigests}}", image])
     try:
         digests = json.loads(out or "null")
     except ValueError:
@@ -90,7 +90,7 @@ def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, to
     """The GPU facts of a ROCm host from its tools (or the texts given), for the GPUs a profile
     selects (all when none is selected)."""
     if static_text is None:
-        static_text = gpus._run(["amd-smi", "static", "--json"]) or gpus._run(["amd-smi", "static"]) or ""
+        static_text = gpus.run_tool(["amd-smi", "static", "--json"]) or gpus.run_tool(["amd-smi", "static"]) or ""
     facts = [f for f in amdsmi.static_facts(static_text) if not selected or f["gpu"] in selected]
     out = {
         "gpu_model": _joined(f["model"] for f in facts),
@@ -101,12 +101,12 @@ def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, to
         "driver": _joined(f["driver"] for f in facts),
     }
     if topology_text is None:
-        topology_text = gpus._run(["amd-smi", "topology", "--json"]) or ""
+        topology_text = gpus.run_tool(["amd-smi", "topology", "--json"]) or ""
     out["interconnect"] = amdsmi.interconnect(amdsmi.topology_links(topology_text))
     if not facts:
         # No amd-smi (ROCm before 6.0, or a minimal install): rocm-smi still says how much VRAM.
         if meminfo_text is None:
-            meminfo_text = gpus._run(["rocm-smi", "--showmeminfo", "vram"]) or ""
+            meminfo_text = gpus.run_tool(["rocm-smi", "--showmeminfo", "vram"]) or ""
         vram = [r for r in amdsmi.rocm_smi_vram(meminfo_text) if not selected or r["gpu"] in selected]
         if vram:
             out["gpu_model"] = f"{len(vram)} AMD GPU(s), {vram[0].get('total_bytes', 0) / 2**30:.0f} GiB VRAM each"
@@ -118,7 +118,7 @@ def host_versions(platform: str) -> dict:
     env = gpus.environment(platform)
     out = {"rocm_version": env.get("rocm"), "cuda_version": env.get("cuda"), "driver": env.get("driver")}
     if platform == "rocm":
-        hip = gpus._run(["hipconfig", "--version"])
+        hip = gpus.run_tool(["hipconfig", "--version"])
         out["hip_version"] = hip.strip() if hip else None
     if env.get("gpu_models"):
         out["gpu_model"] = _joined(env["gpu_models"])

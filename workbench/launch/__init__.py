@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import httpx
@@ -49,6 +49,7 @@ class LaunchSpec:
     kind: str = "local"      # local | docker | attach
     stop_argv: tuple[str, ...] = ()   # run before signalling the process (docker: stop the container)
     url: str | None = None   # attach: the server's own base URL
+    unset: tuple[str, ...] = ()  # removed from the inherited environment (one that would contradict ours)
 
     @property
     def command(self) -> str:
@@ -92,9 +93,13 @@ def _serve_args(server: Server, vllm: VllmInstall, port: int, host: str) -> list
     return args
 
 
-def prepare(server: Server, vllm: VllmInstall, port: int, host_platform: str = "none") -> LaunchSpec:
+def prepare(server: Server, vllm: VllmInstall, port: int, host_platform: str = "none",
+            gpus: tuple[int, ...] | None = None) -> LaunchSpec:
     """The argv and environment that start one server configuration (no side effects).
-    `host_platform` is what the host's GPU tools report ('cuda', 'rocm' or 'none')."""
+    `host_platform` is what the host's GPU tools report ('cuda', 'rocm' or 'none'); `gpus`, the
+    GPU slot of a parallel sweep, replaces the profile's own GPU selection."""
+    if gpus is not None:
+        server = replace(server, profile=replace(server.profile, gpus=tuple(gpus)))
     profile = server.profile
     if profile.kind == "attach":
         return LaunchSpec([], [], {}, 0, kind="attach", url=profile.base_url)
@@ -107,7 +112,10 @@ def prepare(server: Server, vllm: VllmInstall, port: int, host_platform: str = "
         env.update(CPU_ENV)
     env.update(profile.server_env(platform))
     env.update(dict(server.env))
-    return LaunchSpec(vllm_cli.argv(vllm.python, args), args, env, port)
+    # ROCm's runtime renumbers the GPUs ROCR_VISIBLE_DEVICES leaves visible before HIP sees them,
+    # so one inherited from the shell would move HIP_VISIBLE_DEVICES onto other GPUs.
+    unset = ("ROCR_VISIBLE_DEVICES",) if platform == "rocm" and profile.gpus else ()
+    return LaunchSpec(vllm_cli.argv(vllm.python, args), args, env, port, unset=unset)
 
 
 def shown_command(spec: LaunchSpec) -> str:
@@ -194,6 +202,8 @@ class LocalServer:
         if port_in_use(self.spec.port):
             raise LaunchError(f"port {self.spec.port} on {HOST} is already in use")
         env = dict(os.environ)
+        for name in self.spec.unset:
+            env.pop(name, None)
         env.update(self.spec.env)
         # The per-run key goes through the environment, so it never shows in `ps` or the stored command.
         env["VLLM_API_KEY"] = self.api_key

@@ -105,6 +105,9 @@ class Plan:
     mode: str = "exhaustive"  # or "adaptive": N chosen by prediction (workbench.sweep.adaptive)
     identity: str | None = None  # a part of a plan keeps the whole plan's experiment
     order: dict[str, int] | None = None  # and the whole plan's run order
+    # Servers at once: a number, or "auto" (as many as the GPU slots allow); None: not said (one,
+    # or "auto" over the GPUs named on the command line).
+    parallel: int | str | None = None
 
     @property
     def hash(self) -> str:
@@ -129,6 +132,17 @@ class Plan:
         for r in self.runs:
             groups.setdefault(r.server.key, (r.server, []))[1].append(r)
         return list(groups.values())
+
+
+def parse_parallel(value, what: str = "parallel") -> int | str:
+    """How many servers run at once: "auto" or a whole number of at least 1 (ValueError otherwise)."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'{what} must be "auto" or a whole number of at least 1, not {value!r}')
+    return value
 
 
 def _hash(obj) -> str:
@@ -261,9 +275,9 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
         raise PlanError("[sweep] must be a table")
-    unknown = set(sweep_t) - {"mode", "relaunch"}
+    unknown = set(sweep_t) - {"mode", "relaunch", "parallel"}
     if unknown:
-        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode or relaunch")
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch or parallel")
     mode = sweep_t.get("mode", "exhaustive")
     if mode not in MODES:
         raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -274,6 +288,12 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError("sweep.relaunch needs servers Draftbench starts: an attached server cannot be relaunched")
     if relaunch and mode == "adaptive":
         raise PlanError("sweep.relaunch works with exhaustive sweeps only (an adaptive sweep counts one launch per N)")
+    try:
+        parallel = parse_parallel(sweep_t["parallel"], "sweep.parallel") if "parallel" in sweep_t else None
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+    if parallel not in (None, 1) and profile.kind == "attach":
+        raise PlanError("sweep.parallel: an attached server is one server, so its runs go one at a time")
 
     w = doc.get("workload", {})
     if not isinstance(w, dict):
@@ -369,4 +389,4 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                                     request_rate, rep, num_prompts, max_tokens, float(temperature),
                                     float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
-    return Plan(name, text, path, runs, float(health_timeout), skipped, mode)
+    return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel)

@@ -106,6 +106,23 @@ class Recorder:
             for run_id in run_ids:
                 self.db["runs"].update(run_id, {"command": command, "argv": json.dumps(vllm_args)})
 
+    def server_placement(self, run_ids: list[int], gpus: list[int] | None, env: dict[str, str]) -> None:
+        """The GPUs a server was pinned to (None: not pinned) and the environment it got."""
+        with self.db.conn:
+            for run_id in run_ids:
+                self.db["runs"].update(run_id, {"gpus": None if gpus is None else json.dumps(gpus),
+                                                "env": json.dumps(env)})
+
+    def reset_runs(self, run_ids: list[int]) -> None:
+        """Runs whose worker was lost before they completed: everything they wrote goes, and they
+        are pending again (another worker redoes them)."""
+        with self.db.conn:
+            for run_id in run_ids:
+                row = self.db.execute("SELECT status FROM runs WHERE id = ?", [run_id]).fetchone()
+                if row and row[0] != "completed":
+                    _clear_run(self.db, run_id)
+                    self.db["runs"].update(run_id, {"status": "pending", "error": None, "log_tail": None})
+
     def server_environment(self, run_ids: list[int], environment: dict) -> None:
         with self.db.conn:
             for run_id in run_ids:

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -144,7 +144,14 @@ def _v8(db: sqlite_utils.Database) -> None:
         db["runs"].add_column("provenance", str)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8}
+def _v9(db: sqlite_utils.Database) -> None:
+    # Which GPU(s) a run's server was pinned to (a JSON list of physical indices; on vLLM's CPU
+    # build the logical slot numbers), so runs of a parallel sweep can be told apart and checked.
+    if "gpus" not in db["runs"].columns_dict:
+        db["runs"].add_column("gpus", str)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -91,20 +91,17 @@ class AdaptiveRunner(Runner):
         self.emit(events.AdaptiveStarted(contexts=len(self.contexts),
                                          probes={c.label: recommend.probes(c.ns) for c in self.contexts}))
         attempted: set[str] = set()
-        try:
-            while not self.cancelled:
-                attempted.update(r.key for r in pending)
-                self.execute(pending, total)
-                if self.cancelled:
-                    break
-                chosen = self._decide()
-                todo = [r for r in plan.runs if r.key not in attempted
-                        and any(c.matches(r) and r.server.n in chosen.get(id(c), ()) for c in self.contexts)]
-                if not todo:
-                    break
-                pending = self.register(plan.part(todo))
-        finally:
-            self.stop_telemetry()
+        while not self.cancelled:
+            attempted.update(r.key for r in pending)
+            self.execute(pending, total)
+            if self.cancelled:
+                break
+            chosen = self._decide()
+            todo = [r for r in plan.runs if r.key not in attempted
+                    and any(c.matches(r) and r.server.n in chosen.get(id(c), ()) for c in self.contexts)]
+            if not todo:
+                break
+            pending = self.register(plan.part(todo))
         results = [] if self.cancelled else self._conclude()
         return self.finish_sweep({"launches": self.launches, "recommendations": results})
 

@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from workbench import events, launch, load, metrics, store
+from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
 from workbench.plan import Run, sanity
@@ -25,7 +25,8 @@ CLIENT_CORES_WARNING = 0.5
 
 
 class Measurement:
-    """The measuring half of the runner (a mixin of `Runner`)."""
+    """The measuring half of a server's job (a mixin of `workbench.sweep.job.ServerJob`): it reads
+    nothing from the database, and writes through the job's recorder."""
 
     async def _scrape(self, client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
         response = await client.get(url)
@@ -44,9 +45,10 @@ class Measurement:
         seen_before = any(p.id in seen for p in prompts)
         warnings = None
         if seen_before and r.server.method == "suffix":
-            stored = json.loads(store.run(self.db, run_id)["warnings"] or "[]")
+            stored = self.warnings.get(run_id, [])
             if sanity.SUFFIX_REUSE not in stored:
                 warnings = stored + [sanity.SUFFIX_REUSE]
+                self.warnings[run_id] = warnings
         self.record.prompts_seen(run_id, seen_before, warnings)
         clients: pool.ClientPool = self.clients
         if r.warmup:
@@ -117,14 +119,14 @@ class Measurement:
                                         f"{failed[0].error}")
         cores = outcome.client_cpu_s / wall if wall > 0 else 0.0
         if cores > CLIENT_CORES_WARNING:
-            stored = json.loads(store.run(self.db, run_id)["warnings"] or "[]")
+            stored = self.warnings.get(run_id, [])
             summary["warnings"] = json.dumps(stored + [
                 f"the load generator used {cores:.2f} CPU cores on average during the window (more than "
                 f"{CLIENT_CORES_WARNING}): the client may have limited the measured throughput"])
         if srv.spec.kind == "attach":
             summary.update(per_request_window(results))
         self._flush_telemetry()
-        rows = store.telemetry_between(self.db, run_id, t_wall0 - 1.0, t_wall1 + 1.0)
+        rows = [x for x in self.readings.get(run_id, []) if t_wall0 - 1.0 <= x["t"] <= t_wall1 + 1.0]
         figures = telemetry.energy(rows, t_wall0, t_wall1)
         if figures.get("energy_j") is not None and summary["output_tokens"]:
             figures["joules_per_token"] = figures["energy_j"] / summary["output_tokens"]

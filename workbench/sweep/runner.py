@@ -1,26 +1,32 @@
 """Executes a plan: one vLLM server per configuration, measured runs against it, all into SQLite.
 
+The configurations are spread over GPU slots (workbench.host.slots): one server per slot at a
+time, each slot a thread running one configuration's job after another (workbench.sweep.job), and
+one writer thread applying what every job writes (workbench.sweep.outbox). With one slot, the
+serial sweep, the configurations run one after the other in plan order.
+
 Resumable: runs already completed for the same plan in the same database are skipped; a run that
 was interrupted (runner killed) is redone from scratch. Progress goes out as JSON lines.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import platform
 import queue
+import threading
 import time
 
 from workbench import events, launch, store
-from workbench.host import engine, gpus, process
-from workbench.load import pool, workloads
-from workbench.metrics import telemetry
-from workbench.launch import provenance
-from workbench.plan import Plan, Run, Server, knownbad, sanity
+from workbench.host import engine, gpus
+from workbench.host.slots import Slot
+from workbench.load import workloads
+from workbench.plan import Plan, Run, knownbad, sanity
 from workbench.plan.profiles import Profile
-from workbench.sweep.measure import WARMUP_PROMPT, Measurement, RunFailed
+from workbench.sweep import outbox
+from workbench.sweep.job import Context, ServerJob, Work
+from workbench.sweep.measure import WARMUP_PROMPT, RunFailed
 from workbench.sweep.window import model_runner, per_request_window, summarize
 
 SCRAPE_INTERVAL_S = 0.5
@@ -42,25 +48,23 @@ def load_workloads(plan: Plan) -> dict[str, list[workloads.Prompt]]:
     return {name: workloads.load(name) for name in dict.fromkeys(r.workload for r in plan.runs)}
 
 
-class Runner(Measurement):
+class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: events.Emit | None = None, scrape_interval_s: float = SCRAPE_INTERVAL_S,
-                 events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None):
+                 events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None,
+                 slots: list[Slot] | None = None):
         self.plan = plan
         self.db_path = db_path
         self.profile = plan.runs[0].server.profile if plan.runs else Profile()
         self.vllm = vllm or engine.probe(self.profile.python)
         self.host_platform = "none"
         self.environment: dict = {}
-        self._host_provenance: dict | None = None
-        self.sampler: telemetry.Sampler | None = None
         self.emit = emit or events.Writer()
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
         store.check_integrity(self.db, db_path)
         self.record = store.Recorder(self.db)
-        self.log_queue: queue.Queue = queue.Queue()
-        self.log_run_id: int | None = None
+        self.slots = slots or [Slot(0, None)]
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
@@ -70,6 +74,8 @@ class Runner(Measurement):
         self.ids: dict[str, int] = {}
         self.done = 0
         self.launches = 0
+        self.jobs: list[ServerJob] = []
+        self._lock = threading.Lock()
         self.t0 = time.time()
 
     # --- bookkeeping -------------------------------------------------------------------------
@@ -103,60 +109,11 @@ class Runner(Measurement):
             "profile": json.dumps(s.profile.to_table()),
         }
 
-    def _tick(self) -> bool:
-        """Called while waiting on a server: keeps the heartbeat fresh; True once cancelled."""
-        now = time.time()
-        if self.sweep_id is not None and now - getattr(self, "_last_beat", 0.0) > 5.0:
-            self._last_beat = now
-            self._flush_logs()
-            self._flush_telemetry()
-            self.record.heartbeat(self.sweep_id, now)
-        return self.cancelled
-
-    def _on_line(self, stream: str, line: str) -> None:
-        self.log_queue.put((time.time(), stream, line))
-
-    def _flush_logs(self) -> None:
-        rows = []
-        while True:
-            try:
-                t, stream, line = self.log_queue.get_nowait()
-            except queue.Empty:
-                break
-            rows.append((t, stream, line))
-        if rows and self.log_run_id is not None:
-            self.record.log_lines(self.log_run_id, rows)
-
-    def _flush_telemetry(self) -> None:
-        if self.sampler is None or self.log_run_id is None:
-            return
-        readings = self.sampler.drain()
-        if readings:
-            self.record.telemetry([x.row(self.log_run_id) for x in readings])
-
-    def _start_telemetry(self) -> None:
-        """GPU readings only where the server runs on this host; an attached server elsewhere
-        gets none (this host's GPUs say nothing about it)."""
-        local = self.profile.kind != "attach" or launch.is_loopback(self.profile.base_url)
-        platform = self.profile.gpu_platform(self.host_platform) if local else "none"
-        sources, what = telemetry.sources_for(platform, self.profile.gpus, host=local)
-        self.sampler = telemetry.Sampler(sources).start() if sources else None
-        self.environment["telemetry"] = what or "none"
-
-    def _fail(self, run_id: int, error: str, log_tail: str) -> None:
-        self._flush_logs()
-        self._flush_telemetry()
-        self.record.run_failed(run_id, error, log_tail)
-        self.emit(events.RunFailed(run=run_id, error=error))
-
     # --- the sweep -----------------------------------------------------------------------------
     def run(self) -> dict:
         pending = self.register(self.plan)
         self.start_sweep(len(self.plan.runs), len(pending))
-        try:
-            self.execute(pending)
-        finally:
-            self.stop_telemetry()
+        self.execute(pending)
         return self.finish_sweep()
 
     def register(self, part: Plan) -> list[Run]:
@@ -174,40 +131,96 @@ class Runner(Measurement):
         self.emit(events.SweepStarted(experiment=self.experiment_id, db=str(self.db_path), runs=runs,
                                       pending=pending, skipped=self.plan.skipped,
                                       warnings=self._plan_warnings()))
-        self._start_telemetry()
 
     def _plan_warnings(self) -> list[str]:
         """The plan's distinct warnings, the known ROCm problems of its servers included."""
         known = knownbad.for_runs(self.plan, self.host_platform, self.vllm.version)
         return list(dict.fromkeys(sanity.for_plan(self.plan, self.db) + [w for ws in known.values() for w in ws]))
 
-    def _provenance(self, server: Server, spec: launch.LaunchSpec, lines: list[str], served: str | None) -> dict:
-        """This server's provenance; the host's part is asked once per sweep, and only where the
-        server runs on this host."""
-        if self._host_provenance is None:
-            local = self.profile.kind != "attach" or launch.is_loopback(self.profile.base_url)
-            platform = self.profile.gpu_platform(self.host_platform) if local else "none"
-            self._host_provenance = provenance.host_part(platform, self.profile.gpus)
-        return provenance.for_server(server, spec, self.vllm, self._host_provenance, lines, served)
+    def works(self, pending: list[Run], total: int | None = None) -> list[Work]:
+        """The given runs (see `register`) as one piece of work per server configuration, in plan
+        order, each run numbered by its place in the sweep."""
+        total = total or len(pending)
+        groups: dict[str, list[Run]] = {}
+        for r in pending:
+            groups.setdefault(r.server.key, []).append(r)
+        stored = {row["id"]: json.loads(row["warnings"] or "[]")
+                  for row in store.runs_of_experiment(self.db, self.experiment_id)}
+        index: dict[str, int] = {}
+        for runs in groups.values():
+            for r in runs:
+                index[r.key] = self.done + len(index) + 1
+        self.done += len(pending)
+        return [Work(runs[0].server, runs, {r.key: self.ids[r.key] for r in runs},
+                     {self.ids[r.key]: stored.get(self.ids[r.key], []) for r in runs}, index, total)
+                for runs in groups.values()]
 
-    def stop_telemetry(self) -> None:
-        if self.sampler:
-            self.sampler.stop()
-            self._flush_telemetry()
-            self.sampler = None
+    def context(self) -> Context:
+        return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,
+                       self.scrape_interval_s, self._prompts)
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
-        """One server per configuration, in plan order, for the given runs (see `register`)."""
-        total = total or len(pending)
-        by_server: dict[str, tuple[Server, list[Run]]] = {}
-        for r in pending:
-            by_server.setdefault(r.server.key, (r.server, []))[1].append(r)
-        for server, todo in by_server.values():
-            if self.cancelled:
-                break
-            self.done += self._serve(server, todo, self.ids, total, self.done)
+        """Every server configuration of the given runs, as many at once as there are slots."""
+        works = self.works(pending, total)
+        if not works or self.cancelled:
+            return
+        writer = outbox.Writer(self.db_path, self.emit).start()
+        todo: queue.Queue = queue.Queue()
+        for work in works:
+            todo.put(work)
+        ctx = self.context()
+        errors: list[BaseException] = []
+
+        def slot_loop(slot: Slot) -> None:
+            sender = writer.sender()
+            while not self.cancelled:
+                try:
+                    work = todo.get_nowait()
+                except queue.Empty:
+                    return
+                job = ServerJob(ctx, work, slot, sender)
+                with self._lock:
+                    self.jobs.append(job)
+                    self.launches += 1
+                    job.cancelled = self.cancelled
+                try:
+                    job.run()
+                except BaseException as exc:  # noqa: BLE001 - raised again in the runner's thread
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=slot_loop, args=(slot,), daemon=True, name=f"slot-{slot.index}")
+                   for slot in self.slots[:len(works)]]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.25)
+        except KeyboardInterrupt:
+            self.stop_all()
+            for t in threads:
+                t.join(60)
+            raise
+        finally:
+            writer.close()
+        if errors:
+            raise errors[0]
+
+    def stop_all(self) -> None:
+        """Stop: every server in flight is stopped at once; no new one starts."""
+        self.cancelled = True
+        with self._lock:
+            jobs = list(self.jobs)
+        stoppers = [threading.Thread(target=job.stop, daemon=True) for job in jobs]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(40)
 
     def finish_sweep(self, extra: dict | None = None) -> dict:
+        if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume
+            self.record.cancel_running(self.experiment_id)
         counts = store.status_counts(self.db, self.experiment_id)
         summary = events.SweepFinished(experiment=self.experiment_id, seconds=time.time() - self.t0,
                                        completed=counts.get("completed", 0), failed=counts.get("failed", 0),
@@ -217,8 +230,7 @@ class Runner(Measurement):
         return summary.to_json()
 
     def cancel_running(self) -> None:
-        """After an interrupt: the run in flight is marked cancelled (redone on the next resume)."""
-        self._flush_logs()
+        """After an interrupt: the runs in flight are marked cancelled (redone on the next resume)."""
         self.record.cancel_running(self.experiment_id)
         self._end_sweep("cancelled")
         self.emit(events.SweepFinished(cancelled=True))
@@ -226,77 +238,3 @@ class Runner(Measurement):
     def _end_sweep(self, status: str) -> None:
         if self.sweep_id is not None:
             self.record.sweep_ended(self.sweep_id, status)
-
-    def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int) -> int:
-        spec = launch.prepare(server, self.vllm, launch.free_port(), self.host_platform)
-        if spec.kind == "attach":
-            key_env = server.profile.api_key_env
-            srv = launch.AttachedServer(spec, api_key=os.environ.get(key_env) if key_env else None)
-        else:
-            srv = launch.LocalServer(spec, on_line=self._on_line)
-        self.log_run_id = ids[todo[0].key]
-        command = spec.command
-        self.record.server_command([ids[r.key] for r in todo], command, spec.vllm_args)
-        self.launches += 1
-        self.emit(events.ServerStarting(run=self.log_run_id, command=command, kind=spec.kind))
-        try:
-            if spec.kind == "attach" and key_env and not srv.api_key:
-                raise launch.LaunchError(f"the profile names {key_env} for the server's API key, "
-                                         "but that variable is not set")
-            # A SIGKILLed runner cannot stop its server; the kernel does it instead.
-            srv.start(preexec=process.die_with_parent)
-            seconds = srv.wait_healthy(self.plan.health_timeout_s, cancelled=self._tick)
-            if spec.kind == "attach" and server.served_name not in srv.served_models:
-                raise launch.LaunchError(f"the attached server serves {', '.join(srv.served_models) or 'no model'}, "
-                                         f"not {server.served_name!r}: set target.served_name to its name")
-            self.emit(events.ServerReady(seconds=round(seconds, 1), port=spec.port))
-        except launch.LaunchError as exc:
-            srv.stop()
-            for r in todo:
-                self._fail(ids[r.key], str(exc), exc.log_tail)
-            return len(todo)
-        environment = {**self.environment, "profile": server.profile.name, "kind": spec.kind,
-                       "vllm_server": launch.server_version(spec.base_url), **model_runner(list(srv.tail))}
-        self.record.server_environment([ids[r.key] for r in todo], environment)
-        self.record.server_provenance([ids[r.key] for r in todo],
-                                      self._provenance(server, spec, list(srv.tail), environment["vllm_server"]))
-        seen: set[str] = set()
-        self.clients = pool.ClientPool(spec.base_url, srv.api_key, server.served_name,
-                                       pool.processes_for(max(r.concurrency for r in todo)))
-        try:
-            self.clients.start()
-            for r in todo:
-                if self.cancelled:
-                    break
-                run_id = ids[r.key]
-                self.log_run_id = run_id
-                self.emit(events.RunStarted(run=run_id, label=r.label, index=done + 1, total=total))
-                self.record.run_started(run_id)
-                try:
-                    summary = asyncio.run(self._measure(run_id, r, srv, seen))
-                except RunFailed as exc:
-                    self._fail(run_id, str(exc), srv.log_tail())
-                    if not srv.alive:
-                        for rest in todo[todo.index(r) + 1:]:
-                            self._fail(ids[rest.key], "vLLM server died during an earlier run", srv.log_tail())
-                        return len(todo)
-                else:
-                    self._flush_logs()
-                    partial = summary.pop("partial_error", None)
-                    if partial:
-                        self.record.run_partial(run_id, summary, partial)
-                        self.emit(events.RunFailed(run=run_id, error=f"partial: {partial}"))
-                    else:
-                        self.record.run_completed(run_id, summary)
-                    self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary["output_tok_s"],
-                                                 mal=summary["mal"], acceptance_rate=summary["acceptance_rate"]))
-                done += 1
-        except RuntimeError as exc:  # the load generator's processes could not start
-            for r in todo:
-                if store.run(self.db, ids[r.key])["status"] in ("pending", "running"):
-                    self._fail(ids[r.key], str(exc), "")
-        finally:
-            self.clients.close()
-            srv.stop()
-            self._flush_logs()
-        return len(todo)

@@ -11,7 +11,8 @@ from workbench import events, paths, plan, store
 from workbench.checkpoints import demo
 from workbench.host import engine
 from workbench.load import workloads
-from workbench.sweep import runner
+from workbench.sweep import cluster as ray_cluster
+from workbench.sweep import runner, scheduler
 from workbench.sweep.adaptive import AdaptiveRunner
 
 
@@ -45,6 +46,28 @@ def load_plan(path: str, vllm_python: str | None = None, adaptive: bool = False,
     return Loaded(p, vllm, local)
 
 
+def slots_for(loaded: Loaded, gpu_list: str | None, parallel: str | int | None,
+              cluster: bool = False) -> list[scheduler.Slot]:
+    """The GPU slots the sweep gets (one unpinned slot: the serial sweep), or RunError in one line.
+    On a Ray cluster the cluster places the servers: only `parallel` (a cap) is checked."""
+    try:
+        if parallel is not None:
+            parallel = scheduler.parse_parallel(parallel, "--parallel")
+        if cluster:
+            return [scheduler.Slot(0, None)]
+        return scheduler.resolve(loaded.plan, loaded.vllm, gpu_list, parallel)
+    except (ValueError, scheduler.SlotError) as exc:
+        raise RunError(str(exc)) from None
+
+
+def connect_cluster(address: str) -> "ray_cluster.Cluster":
+    """The Ray cluster at `address` ('auto': the one `ray start` left running), or RunError."""
+    try:
+        return ray_cluster.connect(address)
+    except ray_cluster.ClusterError as exc:
+        raise RunError(str(exc)) from None
+
+
 def open_existing(db_path: str | Path | None):
     """The results database read-only for the findings about runs already in it; None when it does not exist yet."""
     path = Path(db_path or paths.default_db())
@@ -58,11 +81,13 @@ def open_existing(db_path: str | Path | None):
 
 def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
              local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
-             on_start: Callable[[], None] | None = None) -> dict | None:
+             on_start: Callable[[], None] | None = None, slots: list[scheduler.Slot] | None = None,
+             cluster: "ray_cluster.Cluster | None" = None) -> dict | None:
     """The sweep's summary, or None when it was interrupted (its running server is stopped first).
     `local`: served by a vLLM started here, which must then exist; `progress` reports the demo
     model's build; `on_start` is called once the sweep is about to start
-    (the CLI turns SIGTERM into an interrupt there, not before)."""
+    (the CLI turns SIGTERM into an interrupt there, not before); `slots` are the GPU slots
+    (`slots_for`), `cluster` a Ray cluster to run the servers on instead (`connect_cluster`)."""
     if local and not vllm.found:
         raise RunError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
@@ -76,9 +101,11 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
         except demo.DemoModelError as exc:
             raise RunError(str(exc)) from None
     runner_class = AdaptiveRunner if p.mode == "adaptive" else runner.Runner
+    if cluster is not None:
+        runner_class = ray_cluster.on_cluster(runner_class, cluster)
     try:
         sweep = runner_class(p, str(Path(db_path or paths.default_db())), vllm, emit=emit, events_path=events_path,
-                             prompts=prompts)
+                             prompts=prompts, slots=slots)
     except store.StoreError as exc:
         raise RunError(str(exc)) from None
     if on_start is not None:
