@@ -7,7 +7,7 @@
 # On a ROCm or CUDA host it says what it found and proposes a launch profile that serves on the GPU
 # (the vLLM image through docker, or a vLLM environment built for the GPUs);
 # DRAFTBENCH_GPU_PROFILE=save stores it as the saved profile "gpu", =default also makes it the
-# profile of every plan that names none. DRAFTBENCH_EXTRAS (default cpu,test,train) picks the
+# profile of every plan that names none. DRAFTBENCH_EXTRAS (default cpu,test,train,cluster) picks the
 # extras; the gpu extra is refused on a ROCm host, where PyPI's vllm would be a CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,7 +96,7 @@ python_packages() {
   echo "$want" > "$stamp"
 }
 
-EXTRAS=${DRAFTBENCH_EXTRAS:-cpu,test,train}
+EXTRAS=${DRAFTBENCH_EXTRAS:-cpu,test,train,cluster}
 host_check
 system_packages
 python_packages
