@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from workbench import load
+from workbench.host import process
 from workbench.load import pool
 from workbench.load.workloads import Prompt
 
@@ -96,3 +97,29 @@ def test_a_server_that_dies_fails_the_requests_and_returns(standin):
     assert len(out.results) == 3
     assert not any(r.ok for r in out.results)
     assert all(r.error for r in out.results)
+
+
+HOLDER = """
+import sys
+from workbench.host import process
+from workbench.load import pool
+if __name__ == "__main__":
+    clients = pool.ClientPool("http://127.0.0.1:9", "key", "m", processes=2).start()
+    print(" ".join(str(p.pid) for p in clients._procs), flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_sigkilled_runner_leaves_no_client_process_behind(tmp_path):
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, cwd=ROOT)
+    pids = [int(x) for x in holder.stdout.readline().split()]
+    assert len(pids) == 2 and all(process.alive(p) for p in pids)
+    holder.kill()
+    holder.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(process.alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(process.alive(p) for p in pids)

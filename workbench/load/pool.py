@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from workbench import load
+from workbench.host import process
 from workbench.load.workloads import Prompt
 
 try:
@@ -52,6 +53,9 @@ class Outcome:
 
 
 def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float) -> None:
+    # A SIGKILLed runner cannot close its pool (daemon processes are only ended on a clean exit),
+    # so the kernel ends each worker instead of leaving it waiting for a job for ever.
+    process.die_with_parent()
     out.put(("ready", os.getpid()))
     while True:
         job = jobs.get()
