@@ -105,6 +105,8 @@ class ServerStarting(Event):
     run: int | None = None   # the first run it serves (sweeps; training has no runs)
     command: str
     kind: str | None = None  # how it is launched: local, docker, attach
+    index: int | None = None    # this server is the index-th of `servers` the sweep starts
+    servers: int | None = None
 
 
 @_record

@@ -185,10 +185,10 @@ class Runner(Measurement):
         by_server: dict[str, tuple[Server, list[Run]]] = {}
         for r in pending:
             by_server.setdefault(r.server.key, (r.server, []))[1].append(r)
-        for server, todo in by_server.values():
+        for k, (server, todo) in enumerate(by_server.values(), 1):
             if self.cancelled:
                 break
-            self.done += self._serve(server, todo, self.ids, total, self.done)
+            self.done += self._serve(server, todo, self.ids, total, self.done, (k, len(by_server)))
 
     def finish_sweep(self, extra: dict | None = None) -> dict:
         counts = store.status_counts(self.db, self.experiment_id)
@@ -210,7 +210,8 @@ class Runner(Measurement):
         if self.sweep_id is not None:
             self.record.sweep_ended(self.sweep_id, status)
 
-    def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int) -> int:
+    def _serve(self, server: Server, todo: list[Run], ids: dict[str, int], total: int, done: int,
+               place: tuple[int, int] = (None, None)) -> int:
         spec = launch.prepare(server, self.vllm, launch.free_port(), self.host_platform)
         if spec.kind == "attach":
             key_env = server.profile.api_key_env
@@ -221,7 +222,8 @@ class Runner(Measurement):
         command = spec.command
         self.record.server_command([ids[r.key] for r in todo], command, spec.vllm_args)
         self.launches += 1
-        self.emit(events.ServerStarting(run=self.log_run_id, command=command, kind=spec.kind))
+        self.emit(events.ServerStarting(run=self.log_run_id, command=command, kind=spec.kind, index=place[0],
+                                        servers=place[1]))
         try:
             if spec.kind == "attach" and key_env and not srv.api_key:
                 raise launch.LaunchError(f"the profile names {key_env} for the server's API key, "
