@@ -23,9 +23,9 @@ PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and b
 CHARTS = {
     "per_position": ("Per-position acceptance", "acceptance (share of drafts)", "draft position",
                      "p[i] = accepted at draft position i / drafts: a survival curve per configuration"),
-    "throughput": ("Output throughput against N", "output tokens/s", "N (speculative tokens)",
+    "throughput": ("Output throughput against N", "output throughput (tokens/s)", "N (speculative tokens)",
                    "Mean output tokens/s per N, one line per method; dashed grey: the matching baseline"),
-    "efficiency": ("Efficiency against N", "efficiency = speedup / MAL", "N (speculative tokens)",
+    "efficiency": ("Efficiency against N", "efficiency (speedup / MAL)", "N (speculative tokens)",
                    "How much of the ideal gain (MAL x) was realised; 1.0 would be a free draft"),
     "mal": ("MAL against N", "MAL (tokens / step)", "N (speculative tokens)",
             "Mean acceptance length = 1 + accepted / drafts"),
@@ -174,7 +174,7 @@ def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, 
             baselines[name.split(" · ", 1)[1]] = (items[0][baseline_key], style)
     for context, (base, style) in sorted(baselines.items()):
         w.plot([min(ns), max(ns)], [base, base], name=f"baseline · {context}: {fmt.format(base)} {unit}",
-               pen=pg.mkPen(palette.BASELINE, width=1.5, style=Qt.DashLine if style == Qt.SolidLine else style))
+               pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
 
 
 def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_of, height_key: str,
@@ -254,7 +254,7 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
 def _unity(w: pg.PlotWidget, xs: list) -> None:
     """Speedup 1.0 (the baseline) as a grey line over the data's range, named in the legend."""
     w.plot([min(xs), max(xs)], [1.0, 1.0], name="baseline (speedup 1.0)",
-           pen=pg.mkPen(palette.BASELINE, width=1.5, style=Qt.DotLine))
+           pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DotLine))
 
 
 def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
