@@ -37,14 +37,23 @@ def legend_overlaps(w: pg.PlotWidget) -> list[str]:
     box = legend.sceneBoundingRect()
     area = pi.getViewBox().sceneBoundingRect()
     out = []
-    for item in pi.getViewBox().addedItems:
+    for item in _drawn(pi.getViewBox().addedItems):
+        drawn = item.sceneBoundingRect().intersected(area)
+        if not drawn.isEmpty() and drawn.intersects(box):
+            out.append(f"{type(item).__name__} at {drawn.getRect()} under the legend at {box.getRect()}")
+    return out
+
+
+def _drawn(items) -> list:
+    """The items that paint, down through containers (a PlotDataItem paints through its curve and
+    its scatter, and has no extent of its own)."""
+    out = []
+    for item in items:
         if not _visible(item):
             continue
-        drawn = item.sceneBoundingRect().intersected(area)
-        if drawn.isEmpty():
-            continue
-        if drawn.intersects(box):
-            out.append(f"{type(item).__name__} {getattr(item, 'name', lambda: '')() or ''} under the legend")
+        if not item.boundingRect().isEmpty():
+            out.append(item)
+        out += _drawn(item.childItems())
     return out
 
 

@@ -96,9 +96,6 @@ class SideLegend(pg.LegendItem):
         self.setMaximumSize(width + 4, height + 4)
         self.updateGeometry()
 
-    def entries(self) -> int:
-        return len(self.items)
-
 
 def side_legend(w: pg.PlotWidget) -> SideLegend:
     """The plot's legend in the cell right of its axes; named items added later join it."""
@@ -126,7 +123,7 @@ def fit_legend(w: pg.PlotWidget, height: int) -> None:
     """Enough legend columns that every entry fits the plot's height."""
     legend = w.getPlotItem().legend
     fit = max(1, int((height - 110) / LEGEND_ROW))
-    columns = max(1, math.ceil(legend.entries() / fit))
+    columns = max(1, math.ceil(len(legend.items) / fit))
     if legend.columnCount != columns:
         legend.setColumnCount(columns)
     legend.updateSize()
