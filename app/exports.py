@@ -129,7 +129,7 @@ def not_drawn(rows: list[dict], charts: list[str], db_path: str | Path | None = 
     return [f"{name} not drawn: {chartlib.EMPTY[name]}" for name in charts if not chartlib.has_data(name, data)]
 
 
-REPORT_SIZE = (960, 540)
+REPORT_SIZE = (760, 480)  # shown about 560 px wide: text stays readable
 
 
 def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path | None = None) -> Path:

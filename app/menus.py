@@ -26,7 +26,7 @@ def build(window) -> None:
     action(window, f, "&Save plan", QKeySequence.Save, window.save_plan, "Save the plan")
     action(window, f, "Save plan &as…", "Ctrl+Shift+S", lambda: window.save_plan(ask=True), "Save the plan to a new file")
     action(window, f, "Load the &quick demo plan", None, lambda: window.load_demo(QUICK),
-           "Baseline, n-gram and a draft model at two N each: about 3 minutes on 2 CPU cores")
+           "Baseline, n-gram and a draft model at two N each: about 5 minutes on 2 CPU cores")
     action(window, f, "Load the &full demo plan", None, lambda: window.load_demo(FULL),
            "Every N of n-gram and the draft model at two concurrencies: 20 runs, about 13 minutes")
     f.addSeparator()

@@ -74,6 +74,8 @@ def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
     w.getPlotItem().setClipToView(True)
     # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
     w.getPlotItem().setDownsampling(auto=True, mode="peak")
+    for side in ("left", "bottom"):
+        w.getAxis(side).enableAutoSIPrefix(False)  # seconds and watts as they are, never "(x0.001)"
     return w
 
 
@@ -118,7 +120,7 @@ class LivePage(QWidget):
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop_requested)
 
-        self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
+        self.pos_plot = _plot("Per-position acceptance", "acceptance (0–1)", "draft position", TIPS["positions"])
         self.pos_plot.setYRange(0, 1.05)
         integer_ticks(self.pos_plot)
         self.faint_items: list[pg.BarGraphItem] = []
@@ -159,6 +161,7 @@ class LivePage(QWidget):
         side_legend(self.util_plot)
         self.util_plot.setYRange(0, 105)
         self.telemetry: list[tuple] = []
+        self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
         self.telemetry_curves: dict[tuple[str, str], pg.PlotDataItem] = {}
 
         self.log = QPlainTextEdit(readOnly=True)
@@ -170,7 +173,7 @@ class LivePage(QWidget):
         top.addWidget(self.progress, 1)
         top.addWidget(self.eta)
         top.addWidget(self.stop_button)
-        grid = QGridLayout()
+        self.grid = grid = QGridLayout()
         grid.addWidget(self.pos_plot, 0, 0)
         grid.addWidget(self.acc_plot, 0, 1)
         grid.addWidget(self.tps_plot, 1, 0)
@@ -203,6 +206,7 @@ class LivePage(QWidget):
         self.requests.clear()
         self.positions = []
         self.telemetry = []
+        self.gpu_readings = False
         for (kind, _), curve in self.telemetry_curves.items():
             (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
         self.telemetry_curves = {}
@@ -244,6 +248,7 @@ class LivePage(QWidget):
             self.requests.extend(rows)
         if new.get("telemetry"):
             self.telemetry.extend(new["telemetry"])
+            self.gpu_readings = self.gpu_readings or any(r[1] == "gpu" for r in new["telemetry"])
         if new["logs"]:
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
@@ -295,10 +300,14 @@ class LivePage(QWidget):
         self._gpu_panels()
 
     def _gpu_panels(self) -> None:
-        recorded = any(row[1] == "gpu" for row in self.telemetry)
-        show = self.host_has_gpus or recorded
+        show = self.host_has_gpus or self.gpu_readings
+        if show == getattr(self, "_gpu_shown", None):
+            return
+        self._gpu_shown = show
         self.power_plot.setVisible(show)
         self.no_gpu.setVisible(not show)
+        # Without the power panel, the utilisation panel takes its row.
+        self.grid.addWidget(self.util_plot, 2, 1 if show else 0, 1, 1 if show else 2)
         self.util_plot.setTitle("GPU and CPU utilisation" if show else "Host CPU utilisation")
 
     def redraw(self) -> None:

@@ -20,7 +20,7 @@ class DemoBar(QWidget):
         super().__init__(parent)
         quick = QPushButton("Quick demo")
         quick.setToolTip("Baseline, n-gram and a draft model at two N each on the demo target: "
-                         "about 3 minutes on 2 CPU cores")
+                         "about 5 minutes on 2 CPU cores")
         quick.clicked.connect(lambda: self.chosen.emit(QUICK))
         full = QPushButton("Full demo")
         full.setToolTip("Every N of n-gram (1–5) and the draft model (1–4) at concurrency 1 and 4: "
