@@ -106,7 +106,8 @@ def test_compare_page_draws_the_runs(qtbot, qtmodeltester, sweep_db, tmp_path):
     assert len(curves) == 2
     assert page.plots["throughput"].getPlotItem().listDataItems()
     written = page.export_to(tmp_path)
-    # A CPU sweep has no GPU power readings: its energy and GPU charts are not drawn, nor written.
-    drawn = [n for n in CHART_NAMES if n not in ("energy", "gpus")]
+    # A CPU sweep of one N per method at one concurrency: no GPU power readings, nothing to predict
+    # from, no second concurrency; those charts are not drawn, nor written.
+    drawn = [n for n in CHART_NAMES if n not in ("energy", "gpus", "prediction", "concurrency")]
     assert sorted({p.stem for p in written}) == sorted(drawn)
     assert len(written) == len(drawn) * 5 and all(p.stat().st_size > 0 for p in written)
