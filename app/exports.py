@@ -9,13 +9,9 @@ import sys
 from pathlib import Path
 
 from workbench import cli, report, store
-from workbench.analysis import compare, recommend
+from workbench.analysis import answer, compare, recommend
+from workbench.usecases import commands
 from workbench.cli.export import CHART_NAMES, add_arguments
-
-DATA_OF = {"per_position": "per_position", "throughput": "throughput", "efficiency": "efficiency",
-           "mal": "efficiency", "prediction": "prediction", "concurrency": "concurrency",
-           "by_category": "by_category", "by_prompt_length": "by_prompt_length", "energy": "energy", "gpus": "gpus"}
-
 
 def all_data(rows: list[dict], db_path: str | Path | None, include_partial: bool = False) -> tuple[list, dict]:
     """Configurations and every chart's data, per-request attribution included when the database is known."""
@@ -32,6 +28,15 @@ def all_data(rows: list[dict], db_path: str | Path | None, include_partial: bool
         finally:
             store.close(db)
     return cs, data
+
+
+def the_answer(rows: list[dict], cs: list) -> tuple[list[dict], list[dict]]:
+    """The answer rows (each with the exact command that serves its configuration) and the crossovers."""
+    by_id = {r["id"]: r for r in rows}
+    table = answer.answer_rows(cs)
+    for r in table:
+        r["command"] = commands.serve_command(by_id[r["run"]])
+    return table, answer.crossovers(cs)
 
 
 class ExportError(Exception):
@@ -81,25 +86,30 @@ def _app():
 
 def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str],
                width: int, height: int, dpi: int, db_path: str | Path | None = None) -> list[Path]:
+    """Every chosen chart that has data in every chosen format, its data as CSV/JSON, and the answer
+    table; a chart without data is not written (`not_drawn` says why)."""
     # Deferred: the charts load Qt and pyqtgraph, which only drawing needs
-    from app.widgets import charts as chartlib
+    from app.widgets import chart_export, charts as chartlib
 
     _app()
     out.mkdir(parents=True, exist_ok=True)
     cs, data = all_data(rows, db_path)
+    caption = answer.conditions(rows)
     written: list[Path] = []
     for name in charts:
+        if not chartlib.has_data(name, data):
+            continue
         for fmt in formats:
             path = out / f"{name}.{fmt}"
             if fmt in ("png", "svg", "pdf"):
                 w = chartlib.new_plot(name)
-                chartlib.draw(w, name, data)
-                chartlib.export(w, path, width, height, dpi)
+                chartlib.draw(w, name, data, caption)
+                chart_export.export(w, path, width, height, dpi)
                 w.deleteLater()
             elif fmt == "csv":
-                report.write_csv(data[DATA_OF[name]], path)
+                report.write_csv(data[chartlib.DATA_OF[name]], path)
             elif fmt == "json":
-                report.write_json(data[DATA_OF[name]], path)
+                report.write_json(data[chartlib.DATA_OF[name]], path)
             written.append(path)
     table = compare.speedup_table(cs)
     for fmt in formats:
@@ -110,23 +120,39 @@ def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str
     return written
 
 
+def not_drawn(rows: list[dict], charts: list[str], db_path: str | Path | None = None) -> list[str]:
+    """One line per chosen chart without data: which, and why."""
+    # Deferred: the chart list lives with the drawing code, which loads pyqtgraph
+    from app.widgets import charts as chartlib
+
+    _, data = all_data(rows, db_path)
+    return [f"{name} not drawn: {chartlib.EMPTY[name]}" for name in charts if not chartlib.has_data(name, data)]
+
+
+REPORT_SIZE = (760, 480)  # shown about 560 px wide: text stays readable
+
+
 def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path | None = None) -> Path:
     # Deferred: the charts load Qt and pyqtgraph, which only drawing needs
-    from app.widgets import charts as chartlib
+    from app.widgets import chart_export, charts as chartlib
 
     _app()
     cs, data = all_data(rows, db_path)
-    svgs = []
+    caption = answer.conditions(rows)
+    figures, missing = [], []
     for name in CHART_NAMES:
-        if not data[DATA_OF[name]]:
+        if not chartlib.has_data(name, data):
+            missing.append((chartlib.CHARTS[name][0], chartlib.EMPTY[name]))
             continue
         w = chartlib.new_plot(name)
-        chartlib.draw(w, name, data)
-        chartlib.lay_out(w, 640, 420)
-        svgs.append((chartlib.CHARTS[name][0], chartlib.svg_text(w)))
+        chartlib.draw(w, name, data, caption)
+        chart_export.lay_out(w, *REPORT_SIZE)
+        figures.append((chartlib.CHARTS[name][0], chart_export.svg_text(w)))
         w.deleteLater()
-    path.write_text(report.render(title, compare.speedup_table(cs), svgs, sorted(rows, key=lambda r: r["id"])),
-                    encoding="utf-8")
+    table, crossings = the_answer(rows, cs)
+    path.write_text(report.render(report.Report(
+        title=title, conditions=caption, answer=table, crossovers=crossings, speedups=compare.speedup_table(cs),
+        charts=figures, not_drawn=missing, runs=sorted(rows, key=lambda r: r["id"]))), encoding="utf-8")
     return path
 
 
@@ -149,6 +175,8 @@ def main(argv: list[str]) -> int:
                 raise ExportError("width and height must be 16..20000 pixels and dpi 30..2400")
             for path in export_all(rows, Path(args.out), formats, names, args.width, args.height, args.dpi, args.db):
                 print(path)
+            for line in not_drawn(rows, names, args.db):
+                print(f"draftbench: {line}", file=sys.stderr)
         else:
             title = args.title or f"Draftbench report: {len(rows)} runs"
             print(write_report(rows, Path(args.out), title, args.db))

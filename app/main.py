@@ -9,11 +9,14 @@ import tomllib
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
-from PySide6.QtGui import QAction, QIcon, QKeySequence
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox,
                                QTabWidget)
 
+from app import menus
+from app.exports import ExportError, select
 from app.widgets import theme
+from app.widgets.demo_bar import QUICK, DemoBar
 from app.pages.compare_page import ComparePage
 from app.pages.experiment import ExperimentPage
 from app.pages.history import HistoryPage
@@ -23,9 +26,9 @@ from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
 from workbench import __version__, events, paths, plan, remote, store
-from workbench.host import engine
+from workbench.host import engine, gpus
 
-DEMO_PLAN = paths.resources_dir() / "plans" / "demo.toml"
+DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
 MAX_RECENT = 8
 
 
@@ -78,9 +81,11 @@ class MainWindow(QMainWindow):
         self.live.stop_requested.connect(self.stop_sweep)
         self.history.open_in_live.connect(self.open_run)
         self.history.compare.connect(self.compare_runs)
+        self.experiment.demos.chosen.connect(self.load_demo)
+        worker.run(gpus.detect, self.live, self.live.set_host_gpus)
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
-        self._menus()
+        menus.build(self)
 
         last_plan = self.settings.value("plan/last")
         self.experiment.set_document(_read_plan_doc(DEMO_PLAN))
@@ -105,51 +110,13 @@ class MainWindow(QMainWindow):
         self.vllm, modules = found
         self.probing = False
         self.experiment.vllm, self.experiment.modules = self.vllm, modules
+        self.experiment.methods_table.set_available(modules, self.vllm.python)
         self.experiment.validate()
         self.engine_label.setText(f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found
                                   else f"vLLM not found in {self.vllm.python}")
         self.engine_probed.emit(self.vllm)
 
     # --- menus and shortcuts ---------------------------------------------------------------------
-    def _action(self, menu, text: str, shortcut, slot, tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setStatusTip(tip)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _menus(self) -> None:
-        f = self.menuBar().addMenu("&File")
-        self._action(f, "&Open plan…", QKeySequence.Open, self.open_plan, "Load a plan file into the Experiment form")
-        self._action(f, "&Save plan", QKeySequence.Save, self.save_plan, "Save the plan")
-        self._action(f, "Save plan &as…", "Ctrl+Shift+S", lambda: self.save_plan(ask=True), "Save the plan to a new file")
-        self._action(f, "Load the &demo plan", None, lambda: self.experiment.set_document(_read_plan_doc(DEMO_PLAN)))
-        f.addSeparator()
-        self._action(f, "Open results &database…", "Ctrl+Shift+O", self.open_db, "Open any Draftbench results database")
-        self.recent_menu = f.addMenu("&Recent databases")
-        f.addSeparator()
-        self._action(f, "&Quit", QKeySequence.Quit, self.close)
-        s = self.menuBar().addMenu("&Sweep")
-        self._action(s, "&Run", "Ctrl+R", self.experiment.request_run, "Validate the plan and start the sweep")
-        self._action(s, "Run on &remote host…", "Ctrl+Shift+R", self.run_remote,
-                     "Run the plan on a GPU server over SSH; its results stream into this database")
-        self._action(s, "&Stop", "Ctrl+.", self.stop_sweep, "Stop the running sweep")
-        v = self.menuBar().addMenu("&View")
-        for i, name in enumerate(("Experiment", "Live", "History", "Compare", "Models", "Train")):
-            self._action(v, name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
-        h = self.menuBar().addMenu("&Help")
-        self._action(h, "&About Draftbench", None, self.about)
-        self._update_recent()
-
-    def _update_recent(self) -> None:
-        self.recent_menu.clear()
-        for path in self.settings.value("db/recent", [], type=list) or []:
-            action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda _=False, p=path: self.set_database(Path(p)))
-        self.recent_menu.setEnabled(not self.recent_menu.isEmpty())
-
     def about(self) -> None:
         vllm = ("checking vLLM…" if self.probing else
                 f"vLLM {self.vllm.version} ({self.vllm.build})" if self.vllm.found else "vLLM not found")
@@ -167,7 +134,7 @@ class MainWindow(QMainWindow):
 
     def save_plan(self, ask: bool = False) -> None:
         path = self.experiment.plan_path
-        if ask or path is None or path == DEMO_PLAN:
+        if ask or path is None or DemoBar.is_demo(path):
             chosen, _ = QFileDialog.getSaveFileName(self, "Save plan", str(Path.cwd() / "plan.toml"), "Plans (*.toml)")
             if not chosen:
                 return
@@ -203,13 +170,27 @@ class MainWindow(QMainWindow):
         self.settings.setValue("db/last", str(path))
         recent = [str(path)] + [p for p in (self.settings.value("db/recent", [], type=list) or []) if p != str(path)]
         self.settings.setValue("db/recent", recent[:MAX_RECENT])
-        self._update_recent()
+        menus.update_recent(self)
         self.live.follow(path)
         self.refresh_history()
+        self.show_latest()
         self.statusBar().showMessage(f"Results database: {path}")
 
     def refresh_history(self) -> None:
         self.history.load(self.db_path)
+
+    def show_latest(self) -> None:
+        """The latest experiment on the Compare page, so what was just run is there without a detour."""
+        try:
+            rows = select(self.db_path) if self.db_path.exists() else []
+        except ExportError:
+            rows = []
+        self.compare.set_runs(rows, self.db_path)
+
+    def load_demo(self, path: Path) -> None:
+        self.experiment.set_document(_read_plan_doc(path))
+        self.experiment.plan_path = None
+        self.tabs.setCurrentWidget(self.experiment)
 
     def compare_runs(self, rows: list[dict]) -> None:
         self.compare.set_runs(rows, self.db_path)
@@ -312,6 +293,9 @@ class MainWindow(QMainWindow):
         self.experiment.set_running(False)
         self.history_timer.stop()
         self.refresh_history()
+        self.show_latest()
+        if self.tabs.currentWidget() is self.live and self.compare.rows:
+            self.tabs.setCurrentWidget(self.compare)
         # The runner's last word, when it is an error (warnings and progress lines come before it).
         last = (sweep.stderr_tail(1) if sweep else "").strip()
         if last.startswith("draftbench:") and not last.startswith("draftbench: warning:"):

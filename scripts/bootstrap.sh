@@ -20,12 +20,13 @@ say() { printf '[draftbench] %s\n' "$*" >&2; }
 
 # Libraries Qt needs to start (offscreen and under X), a virtual screen, tcmalloc which speeds up
 # the vLLM CPU build, the validators of the desktop entry and AppStream metadata, and the OpenSSH
-# client (remote hosts) and server (the tests start a throwaway sshd on 127.0.0.1).
+# client (remote hosts) and server (the tests start a throwaway sshd on 127.0.0.1), and Chromium
+# (the tests open the HTML report in it, headless; the docs' report screenshot is taken with it).
 APT_PACKAGES="python3-venv libglib2.0-0 libegl1 libgl1 libx11-6 libxkbcommon0 libfontconfig1
 libdbus-1-3 fontconfig fonts-dejavu-core xvfb xauth libxkbcommon-x11-0 libxcb-cursor0
 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0
 libxcb-xfixes0 libxcb-xinerama0 libtcmalloc-minimal4 make desktop-file-utils appstream
-openssh-client openssh-server"
+openssh-client openssh-server chromium"
 
 system_packages() {
   command -v dpkg-query >/dev/null || { say "not a Debian-like system: install Qt's X11/EGL libraries yourself"; return; }

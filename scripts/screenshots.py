@@ -1,15 +1,20 @@
-"""Screenshots of the Experiment, Live (mid-run, real data) and History pages for docs/.
+"""Screenshots for docs/: the first run of the app, Compare at 1280x800 and 1920x1080, the report.
 
-Run under a real X server, e.g.  xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
-It starts a small real sweep (baseline and ngram on the demo target) through the app itself.
-With `--compare DB [FILE]` it instead opens that results database (e.g. one made by
-`draftbench run resources/plans/demo.toml`), compares its latest experiment, and saves the
-Compare page (as docs/FILE, default screenshot-compare.png) and, by default, an HTML report (rendered to PNG with headless Chromium when it is installed).
+Run under a real X server, e.g.  xvfb-run -a -s "-screen 0 2000x1200x24" .venv/bin/python scripts/screenshots.py
+It opens the app as a new user would (fresh settings and database: the quick demo plan), presses
+Run, and saves the Experiment page, the Live page while the first server starts and mid-run, the
+Compare page it lands on (both sizes; the time from Run to a filled Compare page is printed),
+the HTML report in headless Chromium, and History.
+With `--compare DB [STEM]` it instead opens that results database (its latest experiment is on
+Compare) and saves docs/STEM-1280.png and docs/STEM-1920.png (default STEM screenshot-compare,
+which also writes the report's screenshot).
 With `--train FOLDER` it shows that training folder on the Train page (docs/screenshot-train.png).
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,36 +36,47 @@ def wait(app: QApplication, predicate, timeout: float) -> None:
     raise SystemExit("timed out waiting for the app")
 
 
-def compare_shots(app: QApplication, db: Path, name: str = "screenshot-compare.png") -> None:
-    import shutil
-    import subprocess
-
-    from app.main import MainWindow
-
-    out = ROOT / "docs"
-    w = MainWindow(db)
-    w.resize(1500, 940)
-    w.show()
-    wait(app, lambda: w.isVisible(), 10)
-    w.history.view.selectRow(w.history.proxy.rowCount() - 1)
-    w.history.compare_experiment_button.click()
-    for _ in range(10):
+def settle(app: QApplication, seconds: float = 0.5) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
         app.processEvents()
-        time.sleep(0.05)
-    w.grab().save(str(out / name))
-    if name != "screenshot-compare.png":
-        w.close()
-        return
-    report = Path(tempfile.mkdtemp()) / "report.html"
+        time.sleep(0.03)
+
+
+def compare_at_both_sizes(app: QApplication, w, stem: str = "screenshot-compare") -> None:
+    """The Compare page as it opens (the latest experiment, its fastest configuration chosen) at
+    1280x800 and 1920x1080."""
+    w.tabs.setCurrentWidget(w.compare)
+    for width, height in ((1280, 800), (1920, 1080)):
+        w.resize(width, height)
+        settle(app)
+        w.grab().save(str(ROOT / "docs" / f"{stem}-{width}.png"))
+
+
+def report_shot(rows: list[dict], db: Path, title: str) -> None:
+    """The HTML report as headless Chromium draws it, 1280 px wide."""
     from app.exports import write_report
 
-    write_report(w.compare.rows, report, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
+    report = Path(tempfile.mkdtemp()) / "report.html"
+    write_report(rows, report, title, db)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium:
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                        f"--screenshot={out / 'screenshot-report.png'}", "--window-size=1280,2400",
-                        report.as_uri()], check=True, capture_output=True, timeout=120)
+    if not chromium:
+        raise SystemExit("the report screenshot needs Chromium (scripts/bootstrap.sh installs it)")
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+                    f"--screenshot={ROOT / 'docs' / 'screenshot-report.png'}", "--window-size=1280,2600",
+                    report.as_uri()], check=True, capture_output=True, timeout=120)
+
+
+def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare") -> None:
+    from app.main import MainWindow
+
+    w = MainWindow(db)
+    w.show()
+    wait(app, lambda: w.isVisible(), 10)
+    compare_at_both_sizes(app, w, stem)
+    if stem == "screenshot-compare":
+        report_shot(w.compare.rows, db, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
     w.close()
 
 
@@ -98,41 +114,47 @@ def main() -> None:
         theme.apply()
         compare_shots(app, Path(sys.argv[2]), *sys.argv[3:])
         return
+    first_run(app)
+
+
+def first_run(app: QApplication) -> None:
+    """What a new user sees: the app on a fresh database and fresh settings opens on the quick
+    demo; Run is pressed as is; the Live page while its first server starts and mid-run; the
+    Compare page it lands on when the sweep ends (timed from pressing Run); History."""
+    import os
+
+    os.environ["DRAFTBENCH_CONFIG_DIR"] = tempfile.mkdtemp()  # no earlier plan or database remembered
     from app.widgets import theme
     from app.main import MainWindow
 
     theme.apply()
     out = ROOT / "docs"
     out.mkdir(exist_ok=True)
-    db = Path(tempfile.mkdtemp()) / "screenshots.sqlite"
+    db = Path(tempfile.mkdtemp()) / "first-run.sqlite"
     w = MainWindow(db)
-    w.resize(1500, 940)
+    w.resize(1280, 800)
     w.show()
-    wait(app, lambda: w.isVisible(), 10)
-    w.tabs.setCurrentWidget(w.experiment)
-    time.sleep(0.5)
-    app.processEvents()
+    wait(app, lambda: w.isVisible() and w.experiment.run_button.isEnabled(), 120)
+    settle(app)
     w.grab().save(str(out / "screenshot-experiment.png"))
-
-    doc = w.experiment.document()
-    doc["name"] = "screenshots"
-    doc["methods"] = [{"method": "ngram", "n": [3], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}]
-    doc["workload"].update({"concurrency": [4], "num_prompts": 16, "max_tokens": 96, "warmup": 1})
-    w.experiment.set_document(doc)
-    w.experiment.request_run()
+    pressed = time.time()
+    w.experiment.run_button.click()
     live = w.live
-    wait(app, lambda: live.feed is not None and len(live.positions) == 3 and live.samples.n >= 12
-         and live.requests.n >= 4, 400)
-    for _ in range(10):
-        app.processEvents()
-        time.sleep(0.05)
+    wait(app, lambda: "starting server" in live.title.text(), 120)
+    settle(app)
+    w.grab().save(str(out / "screenshot-live-first-run.png"))
+    wait(app, lambda: live.feed is not None and len(live.positions) == 2 and live.samples.n >= 6
+         and live.requests.n >= 2, 900)
+    settle(app)
     w.grab().save(str(out / "screenshot-live.png"))
-    wait(app, lambda: w.sweep is None, 400)
+    wait(app, lambda: w.sweep is None and w.compare.answer_model.rowCount() > 0, 1800)
+    print(f"quick demo: Run pressed to a filled Compare page in {time.time() - pressed:.0f} s", flush=True)
+    compare_at_both_sizes(app, w, "screenshot-compare")
+    report_shot(w.compare.rows, db, "Draftbench quick demo (SmolLM2-135M on 2 CPU cores)")
+    w.resize(1280, 800)
     w.tabs.setCurrentWidget(w.history)
     w.refresh_history()
-    app.processEvents()
-    time.sleep(0.3)
-    app.processEvents()
+    settle(app)
     w.grab().save(str(out / "screenshot-history.png"))
     w.close()
     print("wrote", *sorted(p.name for p in out.glob("screenshot-*.png")))

@@ -2,6 +2,7 @@
 CSV/JSON round-trip, the HTML report references nothing outside itself (on the sweep recorded on a
 GPU); and the Compare page with vLLM's per-request figures (on a real CPU sweep)."""
 
+import base64
 import csv
 import json
 import re
@@ -57,7 +58,17 @@ def test_html_report_is_self_contained(qapp, rows, tmp_path):
     text = path.read_text()
     assert text.startswith("<!DOCTYPE html>") and "A comparison" in text
     assert not EXTERNAL.search(text), EXTERNAL.search(text).group(0)
-    assert text.count("<svg") >= 4
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/svg\+xml;base64,([^"]+)"', text)
+    assert len(images) >= 4
+    for title, data in images:
+        svg = base64.b64decode(data).decode()
+        assert ET.fromstring(svg).tag.endswith("svg") and not EXTERNAL.search(svg), title
+    # Answer first: the best configuration per method comes before the charts; full paths only in the details.
+    assert text.index("Which method and N is fastest") < text.index("<h2>Charts")
+    assert "ngram (fastest)" in text and "--speculative-config" in text.split("Serve it")[1].split("<h2>")[0]
+    tables = [t.split("</table>")[0] for t in text.split("<table>")[1:]]
+    assert len(tables) == 2 and all(rows[0]["target"] not in t for t in tables)
+    assert ">smollm2-135m<" in tables[0] and rows[0]["target"] in text.split("<h2>Details")[1]
     for r in rows:
         assert r["command"] in text.replace("&quot;", '"').replace("&#x27;", "'")
     assert "vLLM 0.26.0" in text  # the version the recorded runs were measured on
@@ -95,4 +106,8 @@ def test_compare_page_draws_the_runs(qtbot, qtmodeltester, sweep_db, tmp_path):
     assert len(curves) == 2
     assert page.plots["throughput"].getPlotItem().listDataItems()
     written = page.export_to(tmp_path)
-    assert len(written) == len(CHART_NAMES) * 5 and all(p.stat().st_size > 0 for p in written)
+    # A CPU sweep of one N per method at one concurrency: no GPU power readings, nothing to predict
+    # from, no second concurrency; those charts are not drawn, nor written.
+    drawn = [n for n in CHART_NAMES if n not in ("energy", "gpus", "prediction", "concurrency")]
+    assert sorted({p.stem for p in written}) == sorted(drawn)
+    assert len(written) == len(drawn) * 5 and all(p.stat().st_size > 0 for p in written)

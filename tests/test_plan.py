@@ -135,7 +135,16 @@ def test_demo_plan_is_valid_and_uses_demo_models():
     p = plan.load(ROOT / "resources" / "plans" / "demo.toml", available_modules=set())
     methods_ = {(s.method, s.n) for s, _ in p.servers()}
     assert ("baseline", None) in methods_ and ("ngram", 5) in methods_ and ("draft_model", 4) in methods_
-    assert {r.concurrency for r in p.runs} == {1, 4}
+    assert {r.concurrency for r in p.runs} == {1, 4} and len(p.runs) == 20
+
+
+def test_quick_demo_plan_is_the_baseline_and_two_methods_at_two_n():
+    from conftest import ROOT
+
+    p = plan.load(ROOT / "resources" / "plans" / "demo-quick.toml", available_modules=set())
+    assert sorted((s.method, s.n or 0) for s, _ in p.servers()) == [
+        ("baseline", 0), ("draft_model", 1), ("draft_model", 3), ("ngram", 2), ("ngram", 4)]
+    assert {r.concurrency for r in p.runs} == {4} and len(p.runs) == 5 and not p.skipped
 
 
 def test_sweep_mode_is_validated_and_an_adaptive_plan_is_its_own_experiment(folders):

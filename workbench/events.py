@@ -107,6 +107,8 @@ class ServerStarting(Event):
     kind: str | None = None  # how it is launched: local, docker, attach
     slot: int | None = None  # a parallel sweep: the GPU slot it runs on, and that slot's GPUs
     gpus: list | None = None
+    index: int | None = None    # this server is the index-th of `servers` the sweep starts
+    servers: int | None = None
 
 
 @_record

@@ -14,6 +14,7 @@ class Method:
     parallel: bool  # one draft pass serves all N positions (block drafters)
     max_n: int | None = None
     needs_package: str | None = None  # a module the vLLM environment must have
+    install: str | None = None  # the pip requirement that provides it
     allowed_options: frozenset[str] = frozenset()
     doc: str = ""
 
@@ -27,7 +28,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            doc="Proposes continuations found in the prompt; no weights."),
     Method("draft_model", "Draft model", "required", False, allowed_options=COMMON_OPTIONS,
            doc="A small LM with the target's vocabulary drafts N tokens one at a time."),
-    Method("suffix", "Suffix decoding", "none", False, needs_package="arctic_inference",
+    Method("suffix", "Suffix decoding", "none", False, needs_package="arctic_inference", install="arctic-inference",
            allowed_options=frozenset({"suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
                                       "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"}),
            doc="Suffix trees over the prompt and earlier outputs; repeats accept more."),
@@ -44,6 +45,16 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 
 # vLLM's config names for methods users often type differently.
 ALIASES = {"none": "baseline", "eagle": "eagle3", "draft": "draft_model", "prompt_lookup": "ngram"}
+
+
+def unavailable(method: str, modules: set[str], python: str = "python") -> str | None:
+    """Why a method cannot run in a vLLM environment that has `modules`, with the command that
+    installs what it needs; None when it can."""
+    m = get(method)
+    if not m.needs_package or m.needs_package in modules:
+        return None
+    return (f"needs the {m.needs_package} package in the vLLM environment: "
+            f"{python} -m pip install {m.install or m.needs_package}")
 
 
 class MethodError(ValueError):

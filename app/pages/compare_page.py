@@ -1,21 +1,25 @@
-"""The Compare page: chosen runs side by side against their baselines, with exports."""
+"""The Compare page, answer first: each method's best configuration per target x workload x
+concurrency with its interval and noise verdict, where speculation stops paying, and the command
+that serves the chosen configuration; below, one large chart with a chooser, and exports."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QCheckBox, QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSpinBox,
-    QSplitter, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
+    QPushButton, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from app.widgets import charts as chartlib
 from app.widgets.provenance_note import ProvenanceNote
-from app.exports import CHART_NAMES, DATA_OF, all_data, write_report
+from app.exports import CHART_NAMES, all_data, the_answer, write_report
+from app.models.answer_model import AnswerModel
 from app.models.runs_model import RowsModel
+from app.widgets import chart_export, charts as chartlib
 from workbench import report
-from workbench.analysis import compare
+from workbench.analysis import answer, compare
 
 TIPS = {
     "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
@@ -26,9 +30,11 @@ TIPS = {
     "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
     "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
 }
+EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
 
 class SpeedupModel(RowsModel):
+    """Every figure of each method's best N: the table `draftbench show` prints."""
     columns = report.TABLE_COLUMNS
 
     def data(self, index, role=Qt.DisplayRole):
@@ -55,87 +61,224 @@ class SpeedupModel(RowsModel):
         return None
 
 
+def _table(model) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.verticalHeader().setVisible(False)
+    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    return view
+
+
 class ComparePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[dict] = []
         self.db_path: Path | None = None
         self.data: dict = {}
-        self.title = QLabel("Choose runs in History (Compare selected, or Compare experiment).")
+        self.caption = ""
+        self.title = QLabel(EMPTY_TITLE)
         self.title.setWordWrap(True)
-        self.plots = {name: chartlib.new_plot(name) for name in CHART_NAMES}
-        grid = QGridLayout()
-        for i, name in enumerate(CHART_NAMES):
-            grid.addWidget(self.plots[name], i // 4, i % 4)
-        self.table_model = SpeedupModel(self)
-        self.table = QTableView()
-        self.table.setModel(self.table_model)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.table.setToolTip("Best N per target, method, workload and concurrency, as in the reference study")
-        self.width_box = QSpinBox(minimum=16, maximum=20000, value=1200, suffix=" px")
-        self.height_box = QSpinBox(minimum=16, maximum=20000, value=800, suffix=" px")
-        self.dpi_box = QSpinBox(minimum=30, maximum=2400, value=150, suffix=" dpi")
-        export_button = QPushButton("Export charts and data…")
-        export_button.setToolTip("Every chart as PNG (this size and DPI), SVG and PDF, and its data as CSV and JSON (Ctrl+E)")
-        export_button.setShortcut("Ctrl+E")
-        export_button.clicked.connect(self.export_dialog)
-        report_button = QPushButton("HTML report…")
-        report_button.setToolTip("A self-contained report: charts, the speedup table, exact vLLM commands and versions")
-        report_button.clicked.connect(self.report_dialog)
         self.partial_box = QCheckBox("Count partial runs")
         self.partial_box.setToolTip("Runs whose requests partly failed in the window are left out of every "
                                     "speedup and chart unless this is ticked")
         self.partial_box.toggled.connect(lambda _: self.set_runs(self.rows, self.db_path))
+
+        self.answer_model = AnswerModel(self)
+        self.answer = _table(self.answer_model)
+        self.answer.setMinimumHeight(150)
+        self.answer.setToolTip("Each method at its best N, per target, workload and concurrency; the fastest in bold")
+        self.answer.selectionModel().selectionChanged.connect(self._chosen)
+        self.crossover = QLabel("")
+        self.crossover.setWordWrap(True)
+        self.copy_button = QPushButton("Copy serve command")
+        self.copy_button.setToolTip("The exact `vllm serve … --speculative-config …` of the chosen configuration, "
+                                    "as it was measured (port 8000), to the clipboard")
+        self.copy_button.clicked.connect(self.copy_command)
+        self.copy_button.setEnabled(False)
+        self.command = QLabel("")
+        self.command.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.command.setWordWrap(True)
+        serve = QHBoxLayout()
+        serve.addWidget(self.copy_button, 0, Qt.AlignTop)
+        serve.addWidget(self.command, 1)
+
+        self.plots = {name: chartlib.new_plot(name) for name in CHART_NAMES}
+        self.stack = QStackedWidget()
+        for name in CHART_NAMES:
+            self.stack.addWidget(self.plots[name])
+        self.chooser = QComboBox()
+        self.chooser.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.chooser.setToolTip("The chart shown; charts without data are not offered (the line beside says why)")
+        self.chooser.currentIndexChanged.connect(self._show_chart)
+        self.missing = QLabel("")
+        self.missing.setWordWrap(True)
+        self.missing.setStyleSheet("color: palette(placeholder-text)")
+        chart_bar = QHBoxLayout()
+        chart_bar.addWidget(QLabel("Chart"))
+        chart_bar.addWidget(self.chooser)
+        chart_bar.addWidget(self.missing, 1)
+        chart_page = QWidget()
+        chart_box = QVBoxLayout(chart_page)
+        chart_box.setContentsMargins(0, 4, 0, 0)
+        chart_box.addLayout(chart_bar)
+        chart_box.addWidget(self.stack, 1)
+
+        self.table_model = SpeedupModel(self)
+        self.table = _table(self.table_model)
+        self.table.setToolTip("Best N per target, method, workload and concurrency, with every figure "
+                              "(what `draftbench show` prints)")
+        self.below = QTabWidget()
+        self.below.addTab(chart_page, "Charts")
+        self.below.addTab(self.table, "All figures")
+
+        self.width_box = QSpinBox(minimum=16, maximum=20000, value=1200, suffix=" px")
+        self.height_box = QSpinBox(minimum=16, maximum=20000, value=800, suffix=" px")
+        self.dpi_box = QSpinBox(minimum=30, maximum=2400, value=150, suffix=" dpi")
+        export_button = QPushButton("Export charts and data…")
+        export_button.setToolTip("Every chart with data as PNG (this size and DPI), SVG and PDF, with a caption of "
+                                 "the run conditions, and its data as CSV and JSON (Ctrl+E)")
+        export_button.setShortcut("Ctrl+E")
+        export_button.clicked.connect(self.export_dialog)
+        report_button = QPushButton("HTML report…")
+        report_button.setToolTip("A self-contained report: the answer, charts, runs, exact vLLM commands and versions")
+        report_button.clicked.connect(self.report_dialog)
         bar = QHBoxLayout()
         bar.addWidget(self.title, 1)
         bar.addWidget(self.partial_box)
+        exports = QHBoxLayout()
+        exports.addStretch(1)
         for label, w in (("PNG width", self.width_box), ("height", self.height_box), ("", self.dpi_box)):
             if label:
-                bar.addWidget(QLabel(label))
-            bar.addWidget(w)
-        bar.addWidget(export_button)
-        bar.addWidget(report_button)
-        charts = QWidget()
-        charts.setLayout(grid)
-        split = QSplitter()
-        split.setOrientation(Qt.Vertical)
-        split.addWidget(charts)
-        split.addWidget(self.table)
-        split.setSizes([620, 220])
-        self.provenance_note = ProvenanceNote()
+                exports.addWidget(QLabel(label))
+            exports.addWidget(w)
+        exports.addWidget(export_button)
+        exports.addWidget(report_button)
+
+        top = QWidget()
+        top_box = QVBoxLayout(top)
+        top_box.setContentsMargins(0, 0, 0, 0)
+        top_box.addWidget(self.answer, 1)
+        top_box.addWidget(self.crossover)
+        top_box.addLayout(serve)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(top)
+        split.addWidget(self.below)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setSizes([280, 520])
+        self.split = split
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.provenance_note)
         layout.addWidget(split, 1)
+        layout.addLayout(exports)
 
+    # --- what is shown ----------------------------------------------------------------------
     def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
         self.rows = rows
         self.db_path = db_path
         cs, self.data = all_data(rows, db_path, self.partial_box.isChecked())
+        self.caption = answer.conditions(rows) if rows else ""
         for name, plot in self.plots.items():
-            chartlib.draw(plot, name, self.data)
+            chartlib.draw(plot, name, self.data, self.caption)
         self.table_model.set_rows(compare.speedup_table(cs))
         self.provenance_note.show_for(rows)
+        table, crossings = the_answer(rows, cs) if rows else ([], [])
+        self.answer_model.set_rows(table)
+        self.crossover.setText("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in crossings)
+                               if crossings else "")
+        self.crossover.setVisible(bool(crossings))
+        self._fill_chooser()
+        fastest = next((i for i, r in enumerate(table) if r["fastest"]), 0 if table else None)
+        if fastest is not None:
+            self.answer.selectRow(fastest)
+        else:
+            self.command.setText("")
+            self.copy_button.setEnabled(False)
+        self._say_title(rows)
+
+    def _say_title(self, rows: list[dict]) -> None:
+        if not rows:
+            self.title.setText(EMPTY_TITLE)
+            return
         done = sum(1 for r in rows if r["status"] == "completed")
         experiments = sorted({r["experiment_id"] for r in rows})
         partial = sum(1 for r in rows if r["status"] == "partial")
+        failed = sum(1 for r in rows if r["status"] == "failed")
         note = ""
         if partial:
-            note = f" · {partial} partial run(s) {'counted' if self.partial_box.isChecked() else 'left out'}"
-        self.title.setText(f"<b>{done}</b> completed runs ({len(rows)} chosen) from experiment "
-                           f"{', '.join(map(str, experiments))}{note}")
+            note += f" · {partial} partial run(s) {'counted' if self.partial_box.isChecked() else 'left out'}"
+        if failed:
+            note += f" · {failed} failed"
+        self.title.setText(f"Experiment {', '.join(map(str, experiments))}: <b>{done}</b> of {len(rows)} runs "
+                           f"completed{note} · {self.caption}")
 
+    def _fill_chooser(self) -> None:
+        current = self.chooser.currentData()
+        self.chooser.blockSignals(True)
+        self.chooser.clear()
+        for name in CHART_NAMES:
+            if chartlib.has_data(name, self.data):
+                self.chooser.addItem(chartlib.CHARTS[name][0], name)
+        self.chooser.blockSignals(False)
+        missing = [f"{chartlib.CHARTS[n][0]}: {chartlib.EMPTY[n]}" for n in CHART_NAMES
+                   if not chartlib.has_data(n, self.data)]
+        self.missing.setText(("Not drawn — " + "; ".join(missing)) if missing and self.rows else "")
+        self.missing.setToolTip("\n".join(missing))
+        keep = self.chooser.findData(current)
+        self.chooser.setCurrentIndex(keep if keep >= 0 else 0)
+        self._show_chart()
+
+    def _show_chart(self, *_):
+        name = self.chooser.currentData()
+        self.stack.setVisible(name is not None)
+        if name:
+            self.stack.setCurrentWidget(self.plots[name])
+
+    def show_chart(self, name: str) -> None:
+        self.chooser.setCurrentIndex(self.chooser.findData(name))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        for plot in self.plots.values():
+            chartlib.fit_legend(plot, max(self.stack.height(), 200))
+
+    # --- the serve command ------------------------------------------------------------------
+    def chosen(self) -> dict | None:
+        selected = self.answer.selectionModel().selectedRows()
+        return self.answer_model.row(selected[0].row()) if selected else None
+
+    def _chosen(self, *_):
+        row = self.chosen()
+        self.copy_button.setEnabled(row is not None)
+        self.command.setText(f"<code>{row['command']}</code>" if row else "")
+
+    def copy_command(self) -> None:
+        row = self.chosen()
+        if row:
+            QGuiApplication.clipboard().setText(row["command"])
+
+    # --- exports ----------------------------------------------------------------------------
     def export_to(self, folder: Path) -> list[Path]:
+        """Every chart with data: PNG/SVG/PDF at the chosen size, its data as CSV and JSON."""
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for name, plot in self.plots.items():
+            if not chartlib.has_data(name, self.data):
+                continue
+            w = chartlib.new_plot(name)  # drawn apart, so the page's chart keeps its size
+            chartlib.draw(w, name, self.data, self.caption)
             for suffix in ("png", "svg", "pdf"):
                 path = folder / f"{name}.{suffix}"
-                chartlib.export(plot, path, self.width_box.value(), self.height_box.value(), self.dpi_box.value())
+                chart_export.export(w, path, self.width_box.value(), self.height_box.value(), self.dpi_box.value())
                 written.append(path)
+            w.deleteLater()
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{name}.{suffix}"
-                writer(self.data[DATA_OF[name]], path)
+                writer(self.data[chartlib.DATA_OF[name]], path)
                 written.append(path)
         return written
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from app.jobs import worker
 from app.widgets import theme
+from app.widgets.demo_bar import DemoBar
 from app.widgets.findings import FindingsPanel
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
@@ -137,6 +138,8 @@ class ExperimentPage(QWidget):
         self.run_button.clicked.connect(self.request_run)
         right = QWidget()
         rl = QVBoxLayout(right)
+        self.demos = DemoBar()
+        rl.addWidget(self.demos)
         rl.addWidget(QLabel("<b>vLLM commands this plan will launch</b>"))
         rl.addWidget(self.commands, 1)
         rl.addWidget(self.status)

@@ -16,10 +16,15 @@ from PySide6.QtWidgets import (
 
 from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
+from app.widgets.charts import right_axis_curve, side_legend
 from app.widgets.theme import integer_ticks
 from app.models.dbpoll import RunFeed
 from workbench import events
 from workbench.metrics import telemetry
+from workbench.report import palette
+
+NO_GPU = ("No GPU on this host: GPU power and utilisation are not measured (host CPU utilisation is "
+          "drawn below).")
 
 TIPS = {
     "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
@@ -70,6 +75,8 @@ def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
     w.getPlotItem().setClipToView(True)
     # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
     w.getPlotItem().setDownsampling(auto=True, mode="peak")
+    for side in ("left", "bottom"):
+        w.getAxis(side).enableAutoSIPrefix(False)  # seconds and watts as they are, never "(x0.001)"
     return w
 
 
@@ -87,9 +94,18 @@ class LivePage(QWidget):
         self.sweep_total = 0
         self.sweep_done = 0
         self.sweep_started: float | None = None
+        self.starting = ""      # "starting server k of n" until the server answers
+        self.host_has_gpus = True
 
         self.title = QLabel("No run selected: start a sweep on the Experiment page, or open a run from History.")
         self.title.setWordWrap(True)
+        # A run that lost requests, or failed, said in one line that stands out.
+        self.flag = QLabel("")
+        self.flag.setWordWrap(True)
+        self.flag.setStyleSheet("color: #b00020; font-weight: bold")
+        self.flag.setVisible(False)
+        self.no_gpu = QLabel(NO_GPU)
+        self.no_gpu.setVisible(False)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m runs")
         self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
@@ -108,47 +124,39 @@ class LivePage(QWidget):
         self.slots = SlotsTable()
         self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
 
-        self.pos_plot = _plot("Per-position acceptance", "acceptance (share of drafts)", "draft position", TIPS["positions"])
+        self.pos_plot = _plot("Per-position acceptance", "acceptance (0–1)", "draft position", TIPS["positions"])
         self.pos_plot.setYRange(0, 1.05)
         integer_ticks(self.pos_plot)
         self.faint_items: list[pg.BarGraphItem] = []
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=theme.color(0))
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=palette.BASELINE)
         self.pos_plot.addItem(self.bars)
 
         self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)", TIPS["acceptance"])
-        self.acc_plot.addLegend(offset=(-10, 10))
-        self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(theme.color(0), width=2))
-        self.rate_view = pg.ViewBox()
-        pi = self.acc_plot.getPlotItem()
-        pi.showAxis("right")
-        pi.scene().addItem(self.rate_view)
-        pi.getAxis("right").linkToView(self.rate_view)
-        pi.getAxis("right").setLabel("acceptance rate (0–1)")
-        self.rate_view.setXLink(pi)
-        self.rate_view.setYRange(0, 1.05)
-        self.rate_curve = pg.PlotCurveItem(pen=pg.mkPen(theme.color(1), width=2, style=Qt.DashLine))
-        self.rate_view.addItem(self.rate_curve)
-        pi.legend.addItem(self.rate_curve, "acceptance rate")
-        pi.vb.sigResized.connect(lambda: self.rate_view.setGeometry(pi.vb.sceneBoundingRect()))
+        side_legend(self.acc_plot)
+        self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(palette.BASELINE, width=2))
+        self.rate_view, self.rate_curve = right_axis_curve(
+            self.acc_plot, "acceptance rate (0–1)", "acceptance rate",
+            pg.mkPen(palette.other(0), width=2, style=Qt.DashLine), (0, 1.05))
 
         self.tps_plot = _plot("Output throughput", "output tokens/s", "time in window (s)", TIPS["throughput"])
-        self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(theme.color(2), width=2))
+        self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(palette.BASELINE, width=2))
 
         self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
-        self.lat_plot.addLegend(offset=(-10, 10))
+        side_legend(self.lat_plot)
         integer_ticks(self.lat_plot)
         self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
-                                               symbolBrush=theme.color(3))
+                                               symbolBrush=palette.other(0))
         self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
-                                              symbolBrush=theme.color(4))
+                                              symbolBrush=palette.other(1))
 
         self.power_plot = _plot("GPU power", "watts (W)", "time (s, from the run's first reading)", TIPS["gpu_power"])
-        self.power_plot.addLegend(offset=(-10, 10))
+        side_legend(self.power_plot)
         self.util_plot = _plot("GPU and CPU utilisation", "utilisation (%)", "time (s, from the run's first reading)",
                                TIPS["gpu_util"])
-        self.util_plot.addLegend(offset=(-10, 10))
+        side_legend(self.util_plot)
         self.util_plot.setYRange(0, 105)
         self.telemetry: list[tuple] = []
+        self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
         self.telemetry_curves: dict[tuple[str, str], pg.PlotDataItem] = {}
 
         self.log = QPlainTextEdit(readOnly=True)
@@ -160,7 +168,7 @@ class LivePage(QWidget):
         top.addWidget(self.progress, 1)
         top.addWidget(self.eta)
         top.addWidget(self.stop_button)
-        grid = QGridLayout()
+        self.grid = grid = QGridLayout()
         grid.addWidget(self.pos_plot, 0, 0)
         grid.addWidget(self.acc_plot, 0, 1)
         grid.addWidget(self.tps_plot, 1, 0)
@@ -169,7 +177,9 @@ class LivePage(QWidget):
         grid.addWidget(self.util_plot, 2, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
+        layout.addWidget(self.flag)
         layout.addLayout(top)
+        layout.addWidget(self.no_gpu)
         layout.addWidget(self.adaptive)
         layout.addWidget(self.slots)
         layout.addLayout(grid, 4)
@@ -192,13 +202,16 @@ class LivePage(QWidget):
         self.requests.clear()
         self.positions = []
         self.telemetry = []
+        self.gpu_readings = False
         for (kind, _), curve in self.telemetry_curves.items():
             (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
         self.telemetry_curves = {}
         for plot in (self.power_plot, self.util_plot):
             plot.getPlotItem().legend.clear()
         self.log.clear()
+        self.flag.setVisible(False)
         self._draw_siblings()
+        self.dirty = True  # the previous run's curves and bars are cleared at the next draw
         self.poll()
         self.poll_timer.start()
 
@@ -208,8 +221,10 @@ class LivePage(QWidget):
         self.faint_items = []
         for i, row in enumerate(self.feed.siblings() if self.feed else []):
             values = json.loads(row["per_position"])
+            faint = pg.mkColor(palette.colour(row["method"], row["n"]))
+            faint.setAlpha(45)
             item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
-                                   brush=theme.faint(i), pen=pg.mkPen(None))
+                                   brush=faint, pen=pg.mkPen(None))
             item.setZValue(-1)
             self.pos_plot.addItem(item)
             self.faint_items.append(item)
@@ -229,10 +244,13 @@ class LivePage(QWidget):
             self.requests.extend(rows)
         if new.get("telemetry"):
             self.telemetry.extend(new["telemetry"])
+            self.gpu_readings = self.gpu_readings or any(r[1] == "gpu" for r in new["telemetry"])
         if new["logs"]:
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
         if row:
+            self._colour(row)
+            self._flag(row)
             n = "" if row["n"] is None else f" N={row['n']}"
             figures = ""
             if row["status"] == "completed":
@@ -243,12 +261,50 @@ class LivePage(QWidget):
                            "(left out of speedups)")
             elif row["status"] == "failed":
                 figures = f" — {row['error']}"
+            state = self.starting if self.starting and row["status"] == "pending" else row["status"]
             self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
-                               f"concurrency {row['concurrency']} · <i>{row['status']}</i>{figures}")
+                               f"concurrency {row['concurrency']} · <i>{html.escape(state)}</i>{figures}")
             if row["status"] in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
         if any(new.values()):
             self.dirty = True
+
+    def _colour(self, row: dict) -> None:
+        """The run's (method, N) colour, as in Compare, the report and the exports."""
+        colour = palette.colour(row["method"], row["n"])
+        self.bars.setOpts(brush=colour, pen=pg.mkPen(colour))
+        self.mal_curve.setPen(pg.mkPen(colour, width=2))
+        self.tps_curve.setPen(pg.mkPen(colour, width=2))
+
+    def _flag(self, row: dict) -> None:
+        lost = row.get("requests_failed") or 0
+        if row["status"] == "failed":
+            text = f"Run {row['id']} failed: {row['error'] or 'see the server log'}"
+        elif row["status"] == "partial" or lost:
+            sent = (row.get("requests_ok") or 0) + lost
+            text = (f"Run {row['id']} is partial: {lost} of {sent} requests failed "
+                    f"({row['error'] or 'see the server log'}); it is left out of speedups")
+        else:
+            text = ""
+        self.flag.setText(text)
+        self.flag.setVisible(bool(text))
+
+    def set_host_gpus(self, found: tuple) -> None:
+        """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
+        gives way to one line, unless the run shown carries GPU readings (recorded elsewhere)."""
+        self.host_has_gpus = found[0] != "none" or bool(found[1])
+        self._gpu_panels()
+
+    def _gpu_panels(self) -> None:
+        show = self.host_has_gpus or self.gpu_readings
+        if show == getattr(self, "_gpu_shown", None):
+            return
+        self._gpu_shown = show
+        self.power_plot.setVisible(show)
+        self.no_gpu.setVisible(not show)
+        # Without the power panel, the utilisation panel takes its row.
+        self.grid.addWidget(self.util_plot, 2, 1 if show else 0, 1, 1 if show else 2)
+        self.util_plot.setTitle("GPU and CPU utilisation" if show else "Host CPU utilisation")
 
     def redraw(self) -> None:
         if not self.dirty:
@@ -264,6 +320,7 @@ class LivePage(QWidget):
         self._draw_telemetry()
 
     def _draw_telemetry(self) -> None:
+        self._gpu_panels()
         if not self.telemetry:
             return
         t0 = self.telemetry[0][0]
@@ -275,7 +332,7 @@ class LivePage(QWidget):
                 curve = self.telemetry_curves.get((kind, name))
                 if curve is None:
                     dashed = name == "all GPUs"
-                    curve = plot.plot(name=name, pen=pg.mkPen(theme.color(i), width=2,
+                    curve = plot.plot(name=name, pen=pg.mkPen(palette.other(i), width=2,
                                                               style=Qt.DashLine if dashed else Qt.SolidLine))
                     self.telemetry_curves[(kind, name)] = curve
                 curve.setData(t, np.asarray(values, float), connect="finite")
@@ -293,12 +350,15 @@ class LivePage(QWidget):
             self.stop_button.setEnabled(True)
             self._show_adaptive({})
         elif isinstance(event, events.ServerStarting):
+            self.starting = (f"starting server {event.index} of {event.servers}…" if event.index and event.servers
+                             else "starting vLLM…")
             if self.db_path is not None and event.run:
                 self.show_run(self.db_path, event.run)
-            self.eta.setText("starting vLLM…")
+            self.eta.setText(self.starting)
         elif isinstance(event, events.ServerReady):
             self.eta.setText(f"vLLM ready in {event.seconds:.0f} s")
         elif isinstance(event, events.RunStarted) and self.db_path is not None:
+            self.starting = ""
             self.show_run(self.db_path, event.run)
             self.eta.setText(f"run {event.index} of {event.total}")
             self._update_eta()

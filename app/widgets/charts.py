@@ -1,19 +1,18 @@
-"""The Compare charts, built with pyqtgraph from the data `workbench.analysis.compare.chart_data` returns,
-and their export to PNG (chosen size and DPI), SVG and PDF."""
+"""The Compare charts, built with pyqtgraph from the data `workbench.analysis.compare.chart_data` returns:
+one colour per method and one shade per N (workbench.report.palette), the legend in its own cell
+right of the data, a caption line with the run conditions. Exports are in app.widgets.chart_export."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters  # noqa: F401  (the exporters are a submodule pyqtgraph does not import)
-from PySide6.QtCore import QMarginsF, QRectF, QSizeF
-from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import Qt
 
 from app.widgets import theme
 from workbench.analysis import recommend
+from workbench.report import palette
 
 PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and band: the speedup predicted for "
                   "every N up to the largest one run, T(N) / c(N), with its 95% interval. T(N) = 1 + the "
@@ -24,13 +23,13 @@ PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and b
 CHARTS = {
     "per_position": ("Per-position acceptance", "acceptance (share of drafts)", "draft position",
                      "p[i] = accepted at draft position i / drafts: a survival curve per configuration"),
-    "throughput": ("Output throughput against N", "output tokens/s", "N (speculative tokens)",
-                   "Mean output tokens/s per N, one line per method; dashed: the matching baseline"),
-    "efficiency": ("Efficiency and MAL against N", "efficiency = speedup / MAL", "N (speculative tokens)",
+    "throughput": ("Output throughput against N", "output throughput (tokens/s)", "N (speculative tokens)",
+                   "Mean output tokens/s per N, one line per method; dashed grey: the matching baseline"),
+    "efficiency": ("Efficiency against N", "efficiency (speedup / MAL)", "N (speculative tokens)",
                    "How much of the ideal gain (MAL x) was realised; 1.0 would be a free draft"),
     "mal": ("MAL against N", "MAL (tokens / step)", "N (speculative tokens)",
             "Mean acceptance length = 1 + accepted / drafts"),
-    "prediction": ("Speedup against N: measured and predicted", "speedup (x baseline)", "N (speculative tokens)",
+    "prediction": ("Speedup against N, measured and predicted", "speedup (x baseline)", "N (speculative tokens)",
                    PREDICTION_TIP),
     "concurrency": ("Speedup against concurrency", "speedup (x baseline)", "concurrency (requests in flight)",
                     "Where speculation stops paying: speedup at each concurrency, 1.0 = baseline"),
@@ -39,23 +38,95 @@ CHARTS = {
                     "summed over the requests of each category"),
     "by_prompt_length": ("MAL against prompt length", "MAL (tokens / step)", "prompt length (tokens, bin start)",
                          "Per-request attribution: MAL of the requests whose prompt length falls in each bin"),
-    "energy": ("Energy per output token against N", "joules per output token", "N (speculative tokens)",
+    "energy": ("Energy per output token against N", "energy (J / output token)", "N (speculative tokens)",
                "GPU energy over the measurement window (power summed over the run's GPUs, integrated) / "
-               "output tokens; dashed: the matching baseline. Needs GPU power readings"),
+               "output tokens; dashed grey: the matching baseline. Needs GPU power readings"),
     "gpus": ("GPU power per configuration", "mean power (W)", "configuration",
              "Mean power of each GPU over a run's window, and their sum ('all GPUs') for tensor-parallel "
              "runs; hover a bar for utilisation"),
 }
-
+# Which data set each chart draws (two charts share the efficiency rows).
+DATA_OF = {name: ("efficiency" if name == "mal" else name) for name in CHARTS}
 
 SHORT = {"math_word": "math words", "competition_math": "comp. math", "function_completion": "functions",
          "programming_task": "prog. tasks"}
-EMPTY = {"prediction": "needs a baseline and runs at two or more N",
-         "concurrency": "needs runs at two or more concurrencies",
-         "by_category": "needs runs with per-request spec-decode metrics",
-         "by_prompt_length": "needs runs with per-request spec-decode metrics",
-         "energy": "needs runs with GPU power readings (NVIDIA or AMD telemetry)",
-         "gpus": "needs runs with GPU power readings (NVIDIA or AMD telemetry)"}
+# Why a chart is not drawn, in one line.
+EMPTY = {"per_position": "no speculative run with a per-position acceptance curve",
+         "throughput": "no completed speculative run",
+         "efficiency": "no speculative run with a matching baseline",
+         "mal": "no speculative run with a MAL",
+         "prediction": "needs a baseline and runs of one method at two or more N",
+         "concurrency": "needs runs of one configuration at two or more concurrencies",
+         "by_category": "needs per-request spec-decode metrics from a workload with prompt categories",
+         "by_prompt_length": "needs per-request spec-decode metrics (vLLM's per-request statistics)",
+         "energy": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none",
+         "gpus": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none"}
+# Concurrencies are told apart by the line's dash, colours being the method's.
+DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
+LEGEND_ROW = 22  # pixels per legend entry
+
+
+def has_data(name: str, data: dict[str, list[dict]]) -> bool:
+    rows = data.get(DATA_OF[name]) or []
+    if name == "mal":
+        return any(r.get("mal") is not None for r in rows)
+    if name == "efficiency":
+        return any(r.get("efficiency") is not None for r in rows)
+    return bool(rows)
+
+
+class SideLegend(pg.LegendItem):
+    """A legend that takes a cell of the plot's layout (right of the data) instead of floating
+    over it: its size is its contents', which the layout respects."""
+
+    def __init__(self):
+        super().__init__(offset=None, verSpacing=-4, labelTextSize="9pt")
+
+    def updateSize(self):
+        width = height = 0.0
+        for row in range(self.layout.rowCount()):
+            row_height, row_width = 0.0, 0.0
+            for col in range(self.layout.columnCount()):
+                item = self.layout.itemAt(row, col)
+                if item:
+                    row_width += item.preferredWidth() + 5
+                    row_height = max(row_height, item.preferredHeight())
+            width, height = max(width, row_width), height + row_height
+        self.setMinimumSize(width + 4, height + 4)
+        self.setMaximumSize(width + 4, height + 4)
+        self.updateGeometry()
+
+
+def side_legend(w: pg.PlotWidget) -> SideLegend:
+    """The plot's legend in the cell right of its axes; named items added later join it."""
+    pi = w.getPlotItem()
+    pi.legend = SideLegend()
+    pi.layout.addItem(pi.legend, 2, 3)
+    pi.layout.setAlignment(pi.legend, Qt.AlignTop | Qt.AlignLeft)
+    return pi.legend
+
+
+def new_plot(name: str) -> pg.PlotWidget:
+    w = theme.plot(*CHARTS[name])
+    pi = w.getPlotItem()
+    side_legend(w)
+    pi.caption = pg.LabelItem("", size="8pt", color="#666666", justify="left")
+    pi.layout.addItem(pi.caption, 4, 0, 1, 4)
+    theme.integer_ticks(w)
+    # Ratios like an efficiency of 0.5 must not be shown as "500 (x0.001)".
+    for side in ("left", "bottom"):
+        w.getAxis(side).enableAutoSIPrefix(False)
+    return w
+
+
+def fit_legend(w: pg.PlotWidget, height: int) -> None:
+    """Enough legend columns that every entry fits the plot's height."""
+    legend = w.getPlotItem().legend
+    fit = max(1, int((height - 110) / LEGEND_ROW))
+    columns = max(1, math.ceil(len(legend.items) / fit))
+    if legend.columnCount != columns:
+        legend.setColumnCount(columns)
+    legend.updateSize()
 
 
 def _series(rows: list[dict]) -> dict[str, list[dict]]:
@@ -65,112 +136,139 @@ def _series(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def new_plot(name: str) -> pg.PlotWidget:
-    w = theme.plot(*CHARTS[name])
-    w.addLegend(offset=(-10, 10))
-    theme.integer_ticks(w)
-    # Ratios like an efficiency of 0.5 must not be shown as "500 (x0.001)".
-    for side in ("left", "bottom"):
-        w.getAxis(side).enableAutoSIPrefix(False)
-    return w
+def row_colour(r: dict) -> str:
+    return palette.colour(r["method"], r.get("config_n"))
 
 
-def _line(w: pg.PlotWidget, i: int, x, y, name: str, ci=None) -> None:
+def _dash(rows_by_series: dict[str, list[dict]]) -> dict[int, Qt.PenStyle]:
+    levels = sorted({items[0].get("concurrency") for items in rows_by_series.values()} - {None})
+    return {c: DASHES[i % len(DASHES)] for i, c in enumerate(levels)}
+
+
+def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine) -> None:
     x, y = np.asarray(x, float), np.asarray(y, float)
-    w.plot(x, y, name=name, pen=pg.mkPen(theme.color(i), width=2), symbol="o", symbolSize=6,
-           symbolBrush=theme.color(i))
+    w.plot(x, y, name=name, pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=7,
+           symbolBrush=colour, symbolPen=pg.mkPen(colour))
     if ci is not None and not np.all(np.isnan(np.asarray(ci, float))):
-        err = pg.ErrorBarItem(x=x, y=y, height=2 * np.nan_to_num(np.asarray(ci, float)), beam=0.15,
-                              pen=pg.mkPen(theme.color(i)))
-        w.addItem(err)
+        w.addItem(pg.ErrorBarItem(x=x, y=y, height=2 * np.nan_to_num(np.asarray(ci, float)), beam=0.15,
+                                  pen=pg.mkPen(colour)))
 
 
-def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, fmt: str,
+def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, unit: str, fmt: str,
                ci: str | None = None) -> None:
-    """One line per series against N, and a dashed line per context at its baseline's value."""
-    baselines = set()
-    for i, (series, items) in enumerate(_series(rows).items()):
-        _line(w, i, [r["n"] for r in items], [r[key] for r in items], series,
-              [r[ci] for r in items] if ci else None)
-        baselines.add((series.split(" · ", 1)[1], items[0][baseline_key]))
-    for context, base in sorted(baselines, key=str):
-        if base:
-            w.addItem(pg.InfiniteLine(pos=base, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DashLine),
-                                      label=f"baseline · {context}: {fmt.format(base)}",
-                                      labelOpts={"position": 0.15, "color": "#666666"}))
+    """One line per method and context against N (the method's colour, the context's dash), and a
+    grey line per context at its baseline's value, named in the legend with that value."""
+    series = _series(rows)
+    dash = _dash(series)
+    baselines = {}
+    ns = [r["n"] for r in rows if r.get("n") is not None]
+    for name, items in series.items():
+        style = dash.get(items[0].get("concurrency"), Qt.SolidLine)
+        _line(w, row_colour(items[0]), [r["n"] for r in items],
+              [np.nan if r[key] is None else r[key] for r in items], name,
+              [r[ci] for r in items] if ci else None, style)
+        if items[0].get(baseline_key):
+            baselines[name.split(" · ", 1)[1]] = (items[0][baseline_key], style)
+    for context, (base, style) in sorted(baselines.items()):
+        w.plot([min(ns), max(ns)], [base, base], name=f"baseline · {context}: {fmt.format(base)} {unit}",
+               pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
 
 
-def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]]) -> None:
+def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_of, height_key: str,
+          colour_of, tip_of=None) -> None:
+    """Grouped bars: one bar series per legend entry, its colour the entry's swatch."""
+    w.getAxis("bottom").setTicks([[(i + 1, g) for i, g in enumerate(groups)]])
+    width = 0.8 / max(1, len(series))
+    for i, (name, rows) in enumerate(series.items()):
+        xs = [x_of(r) + 1 - 0.4 + width * (i + 0.5) for r in rows]
+        colour = colour_of(i, rows[0])
+        bars = pg.BarGraphItem(x=xs, height=[r[height_key] for r in rows], width=width * 0.9,
+                               brush=colour, pen=pg.mkPen(colour))
+        if tip_of:
+            bars.setToolTip(tip_of(rows))
+        w.addItem(bars)
+        w.getPlotItem().legend.addItem(bars, name)
+
+
+def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str = "") -> bool:
+    """Draws the chart; False (and nothing drawn) when it has no data: EMPTY[name] says why."""
     w.clear()
-    if name in EMPTY and not data.get(name):
-        w.addItem(pg.TextItem(EMPTY[name], color="#888888", anchor=(0.5, 0.5)))
+    pi = w.getPlotItem()
+    pi.legend.clear()
+    pi.caption.setText(caption)
+    w.getAxis("bottom").setTicks(None)
+    if not has_data(name, data):
+        return False
+    rows = data[DATA_OF[name]]
     if name == "per_position":
-        for i, (series, rows) in enumerate(_series(data["per_position"]).items()):
-            _line(w, i, [r["position"] for r in rows], [r["acceptance"] for r in rows], series)
+        series = _series(rows)
+        dash = _dash(series)
+        for s, items in series.items():
+            _line(w, row_colour(items[0]), [r["position"] for r in items], [r["acceptance"] for r in items], s,
+                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
         w.setYRange(0, 1.05)
     elif name == "throughput":
-        _against_n(w, data["throughput"], "tok_s", "baseline_tok_s", "{:.1f}", ci="tok_s_ci95")
+        _against_n(w, rows, "tok_s", "baseline_tok_s", "tok/s", "{:.1f}", ci="tok_s_ci95")
     elif name in ("efficiency", "mal"):
-        key = "efficiency" if name == "efficiency" else "mal"
-        for i, (series, rows) in enumerate(_series(data["efficiency"]).items()):
-            _line(w, i, [r["n"] for r in rows], [r[key] if r[key] is not None else np.nan for r in rows], series)
+        series = _series([r for r in rows if r.get(name) is not None])
+        dash = _dash(series)
+        for s, items in series.items():
+            _line(w, row_colour(items[0]), [r["n"] for r in items], [r[name] for r in items], s,
+                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
     elif name == "prediction":
-        draw_prediction(w, data.get("prediction", []))
+        draw_prediction(w, rows)
     elif name == "by_category":
-        categories = sorted({r["category"] for r in data.get("by_category", [])})
-        axis = w.getAxis("bottom")
-        axis.setTicks([[(i + 1, SHORT.get(c, c)) for i, c in enumerate(categories)]])
-        series = _series(data.get("by_category", []))
-        width = 0.8 / max(1, len(series))
-        for i, (name_, rows) in enumerate(series.items()):
-            xs = [categories.index(r["category"]) + 1 - 0.4 + width * (i + 0.5) for r in rows]
-            w.addItem(pg.BarGraphItem(x=xs, height=[r["mal"] for r in rows], width=width * 0.9,
-                                      brush=theme.color(i)))
-            w.plot([], [], name=name_, pen=None, symbol="s", symbolBrush=theme.color(i))
+        categories = sorted({r["category"] for r in rows})
+        _bars(w, [SHORT.get(c, c) for c in categories], _series(rows), lambda r: categories.index(r["category"]),
+              "mal", lambda i, r: row_colour(r))
     elif name == "by_prompt_length":
-        for i, (series, rows) in enumerate(_series(data.get("by_prompt_length", [])).items()):
-            _line(w, i, [r["prompt_tokens_from"] for r in rows], [r["mal"] for r in rows], series)
+        series = _series(rows)
+        dash = _dash(series)
+        for s, items in series.items():
+            _line(w, row_colour(items[0]), [r["prompt_tokens_from"] for r in items], [r["mal"] for r in items], s,
+                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
     elif name == "energy":
-        _against_n(w, data.get("energy", []), "joules_per_token", "baseline_joules_per_token", "{:.3f} J")
+        _against_n(w, rows, "joules_per_token", "baseline_joules_per_token", "J/token", "{:.3f}")
     elif name == "gpus":
-        rows = data.get("gpus", [])
         configs = list(dict.fromkeys(f"#{r['run']} {r['config']}" for r in rows))
-        w.getAxis("bottom").setTicks([[(i + 1, c) for i, c in enumerate(configs)]])
+        w.getAxis("bottom").setStyle(tickFont=theme.small_font())
         by_gpu: dict[str, list[dict]] = {}
         for r in rows:
             by_gpu.setdefault(r["gpu"], []).append(r)
-        width = 0.8 / max(1, len(by_gpu))
-        for i, (gpu, items) in enumerate(by_gpu.items()):
-            xs = [configs.index(f"#{r['run']} {r['config']}") + 1 - 0.4 + width * (i + 0.5) for r in items]
-            bars = pg.BarGraphItem(x=xs, height=[r["power_w"] for r in items], width=width * 0.9,
-                                   brush=theme.color(i))
-            bars.setToolTip("\n".join(f"{r['config']}: {r['power_w']:.0f} W"
-                                       + (f", {r['util_pct']:.0f} % busy" if r["util_pct"] is not None else "")
-                                       for r in items))
-            w.addItem(bars)
-            w.plot([], [], name=gpu, pen=None, symbol="s", symbolBrush=theme.color(i))
+        _bars(w, [c.split(" ", 1)[1].replace(" · ", " ") for c in configs], by_gpu,
+              lambda r: configs.index(f"#{r['run']} {r['config']}"), "power_w", lambda i, r: palette.other(i),
+              lambda items: "\n".join(f"{r['config']}: {r['power_w']:.0f} W"
+                                      + (f", {r['util_pct']:.0f} % busy" if r["util_pct"] is not None else "")
+                                      for r in items))
     elif name == "concurrency":
-        for i, (series, rows) in enumerate(_series(data["concurrency"]).items()):
-            _line(w, i, [r["concurrency"] for r in rows], [r["speedup"] for r in rows], series,
-                  [r["speedup_ci95"] for r in rows])
-        w.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DotLine)))
+        for s, items in _series(rows).items():
+            _line(w, row_colour(items[0]), [r["concurrency"] for r in items], [r["speedup"] for r in items], s,
+                  [r["speedup_ci95"] for r in items])
+        _unity(w, [r["concurrency"] for r in rows])
+    return True
+
+
+def _unity(w: pg.PlotWidget, xs: list) -> None:
+    """Speedup 1.0 (the baseline) as a grey line over the data's range, named in the legend."""
+    w.plot([min(xs), max(xs)], [1.0, 1.0], name="baseline (speedup 1.0)",
+           pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DotLine))
 
 
 def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
-    for i, (series, rs) in enumerate(_series(rows).items()):
+    for series, rs in _series(rows).items():
         x = np.array([r["n"] for r in rs], float)
-        color = pg.mkColor(theme.color(i))
+        colour = row_colour(rs[0])
         low = pg.PlotDataItem(x, [r["low"] for r in rs], pen=pg.mkPen(None))
         high = pg.PlotDataItem(x, [r["high"] for r in rs], pen=pg.mkPen(None))
-        band_color = pg.mkColor(theme.color(i))
-        band_color.setAlpha(50)
-        band = pg.FillBetweenItem(low, high, brush=pg.mkBrush(band_color))
+        band_colour = pg.mkColor(colour)
+        band_colour.setAlpha(50)
+        band = pg.FillBetweenItem(low, high, brush=pg.mkBrush(band_colour))
         band.setToolTip(f"{series}: predicted speedup's 95% interval (measurement noise of the runs it was "
                         f"fitted to, and of the baseline)")
         for item in (low, high, band):
             w.addItem(item)
         line = w.plot(x, [r["predicted"] for r in rs], name=f"{series} · predicted",
-                      pen=pg.mkPen(color, width=2, style=pg.QtCore.Qt.DashLine))
+                      pen=pg.mkPen(colour, width=2, style=Qt.DashLine))
         line.setToolTip(f"{series}: predicted speedup T(N) / c(N); best N = {rs[0]['best_n']}"
                         + (" (a close rival is within noise)" if rs[0]["uncertain"] else "")
                         + f". Step cost model for {recommend.FAMILIES[rs[0]['family']]}")
@@ -178,71 +276,26 @@ def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
         if seen:
             mx = np.array([r["n"] for r in seen], float)
             my = np.array([r["measured"] for r in seen], float)
-            w.plot(mx, my, name=f"{series} · measured", pen=None, symbol="o", symbolSize=8, symbolBrush=color)
+            w.plot(mx, my, name=f"{series} · measured", pen=None, symbol="o", symbolSize=8, symbolBrush=colour,
+                   symbolPen=pg.mkPen(colour))
             w.addItem(pg.ErrorBarItem(x=mx, y=my, height=2 * np.array([r["measured_ci95"] or 0.0 for r in seen]),
-                                      beam=0.15, pen=pg.mkPen(color)))
-    if rows:
-        w.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=pg.QtCore.Qt.DotLine)))
+                                      beam=0.15, pen=pg.mkPen(colour)))
+    _unity(w, [r["n"] for r in rows])
 
 
-def lay_out(w: pg.PlotWidget, width: int, height: int) -> None:
-    """Give an unshown plot its size, so exports lay out titles and axes for that size."""
-    w.resize(width, height)
-    w.getPlotItem().resize(width, height)
-    w.setSceneRect(0, 0, width, height)
-    QApplication.processEvents()
-    # Auto-ranging is applied lazily at paint time, which an unshown plot never reaches; the SVG
-    # exporter reads the view's transform directly, so apply the pending range and matrix now.
-    view = w.getPlotItem().getViewBox()
-    view.updateAutoRange()
-    view.updateViewRange()
-    view.updateMatrix()
-    QApplication.processEvents()
-
-
-def export_png(w: pg.PlotWidget, path: str | Path, width: int = 1200, height: int = 800, dpi: int = 150) -> None:
-    lay_out(w, width, height)
-    exporter = pg.exporters.ImageExporter(w.getPlotItem())
-    exporter.parameters()["width"] = width  # the height follows from the laid-out aspect ratio
-    image = exporter.export(toBytes=True)
-    if image.height() != height:
-        image = image.scaled(width, height)
-    per_metre = round(dpi / 0.0254)
-    image.setDotsPerMeterX(per_metre)
-    image.setDotsPerMeterY(per_metre)
-    if not image.save(str(path), "PNG"):
-        raise OSError(f"could not write {path}")
-
-
-def export_svg(w: pg.PlotWidget, path: str | Path) -> None:
-    pg.exporters.SVGExporter(w.getPlotItem()).export(str(path))
-
-
-def svg_text(w: pg.PlotWidget) -> str:
-    return pg.exporters.SVGExporter(w.getPlotItem()).export(toBytes=True).decode()
-
-
-def export_pdf(w: pg.PlotWidget, path: str | Path) -> None:
-    writer = QPdfWriter(str(path))
-    writer.setPageSize(QPageSize(QSizeF(w.width() * 0.75, w.height() * 0.75), QPageSize.Point))
-    writer.setPageMargins(QMarginsF(0, 0, 0, 0))
-    writer.setResolution(96)
-    painter = QPainter(writer)
-    try:
-        w.render(painter, target=QRectF(painter.viewport()))
-    finally:
-        painter.end()
-
-
-def export(w: pg.PlotWidget, path: str | Path, width: int = 1200, height: int = 800, dpi: int = 150) -> None:
-    suffix = Path(path).suffix.lower()
-    if suffix == ".png":
-        export_png(w, path, width, height, dpi)
-    elif suffix == ".svg":
-        lay_out(w, width, height)
-        export_svg(w, path)
-    elif suffix == ".pdf":
-        lay_out(w, width, height)
-        export_pdf(w, path)
-    else:
-        raise ValueError(f"cannot export a chart as {suffix or 'a file without extension'}: use .png, .svg or .pdf")
+def right_axis_curve(plot: pg.PlotWidget, axis_label: str, name: str, pen, y_range: tuple[float, float]):
+    """A second curve on its own y axis at the right of `plot` (a view box sharing the x axis),
+    listed in the plot's legend: returns the view and the curve."""
+    pi = plot.getPlotItem()
+    view = pg.ViewBox()
+    pi.showAxis("right")
+    pi.scene().addItem(view)
+    pi.getAxis("right").linkToView(view)
+    pi.getAxis("right").setLabel(axis_label)
+    view.setXLink(pi)
+    view.setYRange(*y_range)
+    curve = pg.PlotCurveItem(pen=pen)
+    view.addItem(curve)
+    pi.legend.addItem(curve, name)
+    pi.vb.sigResized.connect(lambda: view.setGeometry(pi.vb.sceneBoundingRect()))
+    return view, curve

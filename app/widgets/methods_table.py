@@ -44,7 +44,7 @@ class MethodRow(QWidget):
     removed = Signal(object)
     changed = Signal()
 
-    def __init__(self, entry: dict | None = None):
+    def __init__(self, entry: dict | None = None, unavailable: dict[str, str] | None = None):
         super().__init__()
         entry = entry or {"method": "ngram", "n": [1, 2, 3]}
         self.method = QComboBox()
@@ -52,6 +52,7 @@ class MethodRow(QWidget):
             self.method.addItem(methods.METHODS[name].label, name)
             self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
         self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
+        self.set_unavailable(unavailable or {})
         self.draft = QLineEdit(entry.get("draft", ""))
         self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
         browse = QPushButton("…")
@@ -81,6 +82,18 @@ class MethodRow(QWidget):
             w.textChanged.connect(self.changed)
         self.method.currentIndexChanged.connect(self._method_changed)
         self._method_changed()
+
+    def set_unavailable(self, reasons: dict[str, str]) -> None:
+        """Methods the vLLM environment cannot run: greyed out in the list, with the reason and the
+        command that installs what they need (a plan that names one still shows it, and preflight says why)."""
+        items = self.method.model()
+        for i, name in enumerate(METHOD_CHOICES):
+            spec = methods.METHODS[name]
+            item = items.item(i)
+            reason = reasons.get(name)
+            item.setText(f"{spec.label} (unavailable)" if reason else spec.label)
+            item.setToolTip(f"Unavailable: {reason}" if reason else spec.doc)
+            item.setEnabled(reason is None)
 
     def _method_changed(self) -> None:
         spec = methods.METHODS[self.method.currentData()]
@@ -115,6 +128,7 @@ class MethodsTable(QGroupBox):
     def __init__(self, parent=None):
         super().__init__("Drafting methods (a no-speculation baseline is always added)", parent)
         self.rows: list[MethodRow] = []
+        self.unavailable: dict[str, str] = {}
         self.box = QVBoxLayout()
         add = QPushButton("Add method")
         add.clicked.connect(lambda: self.add({"method": "ngram", "n": [2]}))
@@ -124,12 +138,18 @@ class MethodsTable(QGroupBox):
         layout.addWidget(add, alignment=Qt.AlignLeft)
 
     def add(self, entry: dict) -> None:
-        row = MethodRow(entry)
+        row = MethodRow(entry, self.unavailable)
         row.removed.connect(self.remove)
         row.changed.connect(self.changed)
         self.rows.append(row)
         self.box.addWidget(row)
         self.changed.emit()
+
+    def set_available(self, modules: set[str], python: str) -> None:
+        """What the probed vLLM environment has: each row's list marks the methods it cannot run."""
+        self.unavailable = {name: why for name in METHOD_CHOICES if (why := methods.unavailable(name, modules, python))}
+        for row in self.rows:
+            row.set_unavailable(self.unavailable)
 
     def remove(self, row: MethodRow) -> None:
         self.rows.remove(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QGuiApplication
+from PySide6.QtGui import QFont, QGuiApplication
 
 # Colour-blind-safe (Okabe–Ito) series colours.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
@@ -27,15 +27,15 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def faint(i: int) -> QColor:
-    c = QColor(PALETTE[(i + 5) % len(PALETTE)])
-    c.setAlpha(45)
-    return c
-
-
 def mono() -> QFont:
     font = QFont("DejaVu Sans Mono")
     font.setStyleHint(QFont.Monospace)
+    return font
+
+
+def small_font() -> QFont:
+    font = QFont()
+    font.setPointSizeF(8)
     return font
 
 

@@ -191,21 +191,28 @@ def speedup_table(cs: list[Config]) -> list[dict]:
     return table
 
 
+def _who(c: Config, n: int | None = None) -> dict:
+    """What a chart row belongs to: its method (and N, for a row of one configuration) pick its
+    colour; workload and concurrency its context."""
+    return {"method": c.method, "config_n": n, "workload": c.workload, "concurrency": c.concurrency}
+
+
 def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
     """The data behind each Compare chart, as flat rows (also what CSV/JSON exports write)."""
     spec = [c for c in cs if c.method != "baseline"]
-    per_position = [{"series": f"{c.label} · {c.workload} · c={c.concurrency}", "position": i + 1, "acceptance": p}
+    per_position = [{"series": f"{c.label} · {c.workload} · c={c.concurrency}", **_who(c, c.n), "position": i + 1,
+                     "acceptance": p}
                     for c in spec if c.per_position for i, p in enumerate(c.per_position)]
-    throughput = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "tok_s": c.tok_s.mean,
+    throughput = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "tok_s": c.tok_s.mean,
                    "tok_s_ci95": c.tok_s.ci95, "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None}
                   for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
-    efficiency = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "mal": c.mal.mean,
+    efficiency = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "mal": c.mal.mean,
                    "speedup": c.speedup, "efficiency": c.efficiency}
                   for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
     by_conc: dict[tuple, set] = {}
     for c in spec:
         by_conc.setdefault((c.method, c.n, c.workload), set()).add(c.concurrency)
-    concurrency = [{"series": f"{c.label} · {c.workload}", "concurrency": c.concurrency, "speedup": c.speedup,
+    concurrency = [{"series": f"{c.label} · {c.workload}", **_who(c, c.n), "speedup": c.speedup,
                     "speedup_ci95": c.speedup_ci95}
                    for c in sorted(spec, key=lambda c: (c.method, c.n or 0, c.workload, c.concurrency))
                    if len(by_conc[(c.method, c.n, c.workload)]) > 1]
@@ -213,7 +220,8 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
         if c is None:
             return None
         return estimate(r.get("joules_per_token") for r in c.rows).mean
-    energy = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", "n": c.n, "joules_per_token": joules(c),
+    energy = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n,
+               "joules_per_token": joules(c),
                "baseline_joules_per_token": joules(c.baseline)}
               for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0)) if joules(c)]
     return {"per_position": per_position, "throughput": throughput, "efficiency": efficiency,
@@ -259,12 +267,15 @@ def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]
     rows = store.spec_requests(db, run_ids)
     by_cat: dict[tuple, list[float]] = {}
     for method, n, conc, category, _, drafts, accepted, drafted in rows:
-        acc = by_cat.setdefault((f"{method} N={n} · c={conc}", category or "?"), [0.0, 0.0, 0.0])
+        if not category:
+            continue  # a prompt file without categories: its requests count only in the other charts
+        acc = by_cat.setdefault((method, n, conc, category), [0.0, 0.0, 0.0])
         acc[0] += drafts
         acc[1] += accepted
         acc[2] += drafted or 0  # absent from vLLM builds that report only steps and accepted tokens
-    by_category = [{"series": s, "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None,
-                    "requests_steps": d} for (s, c), (d, a, t) in sorted(by_cat.items())]
+    by_category = [{"series": f"{m} N={n} · c={conc}", "method": m, "config_n": n, "concurrency": conc,
+                    "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None, "requests_steps": d}
+                   for (m, n, conc, c), (d, a, t) in sorted(by_cat.items(), key=lambda kv: [str(k) for k in kv[0]])]
     lengths = sorted(r[4] for r in rows if r[4])
     by_length: list[dict] = []
     if lengths:
@@ -274,8 +285,10 @@ def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]
             if not tokens:
                 continue
             low = max(e for e in edges if e <= tokens)
-            acc = groups.setdefault((f"{method} N={n} · c={conc}", low), [0.0, 0.0])
+            acc = groups.setdefault((method, n, conc, low), [0.0, 0.0])
             acc[0] += drafts
             acc[1] += accepted
-        by_length = [{"series": s, "prompt_tokens_from": low, "mal": 1 + a / d} for (s, low), (d, a) in sorted(groups.items())]
+        by_length = [{"series": f"{m} N={n} · c={conc}", "method": m, "config_n": n, "concurrency": conc,
+                      "prompt_tokens_from": low, "mal": 1 + a / d}
+                     for (m, n, conc, low), (d, a) in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]])]
     return {"by_category": by_category, "by_prompt_length": by_length}

@@ -280,7 +280,8 @@ def chart_rows(cs: list[Config]) -> list[dict]:
     for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
         series = f"{key[2]} · {key[5]} · c={key[6]}"
         for p in rec.curve:
-            out.append({"series": series, "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
+            out.append({"series": series, "method": key[2], "config_n": None, "workload": key[5],
+                        "concurrency": key[6], "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
                         "measured": p.measured, "measured_ci95": p.measured_half_width, "best_n": rec.best_n,
                         "uncertain": rec.uncertain, "family": rec.family})
     return out

@@ -50,6 +50,7 @@ class Work:
     warnings: dict[int, list[str]]
     index: dict[str, int]
     total: int
+    place: tuple[int, int] = (0, 0)  # the k-th of n server configurations the sweep starts
 
     @property
     def run_ids(self) -> list[int]:
@@ -177,6 +178,7 @@ class ServerJob(Measurement):
         self.record.server_placement(self.work.run_ids, None if self.slot.gpus is None else list(self.slot.gpus),
                                      spec.env)
         self.emit(events.ServerStarting(run=self.log_run_id, command=spec.command, kind=spec.kind,
+                                        index=self.work.place[0] or None, servers=self.work.place[1] or None,
                                         **self._slot_fields()))
         try:
             if spec.kind == "attach" and key_env and not srv.api_key:

@@ -152,8 +152,9 @@ class Runner:
                 index[r.key] = self.done + len(index) + 1
         self.done += len(pending)
         return [Work(runs[0].server, runs, {r.key: self.ids[r.key] for r in runs},
-                     {self.ids[r.key]: stored.get(self.ids[r.key], []) for r in runs}, index, total)
-                for runs in groups.values()]
+                     {self.ids[r.key]: stored.get(self.ids[r.key], []) for r in runs}, index, total,
+                     (k, len(groups)))
+                for k, runs in enumerate(groups.values(), 1)]
 
     def context(self) -> Context:
         return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,

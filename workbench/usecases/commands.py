@@ -3,9 +3,12 @@ and the Experiment page shows."""
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from dataclasses import dataclass
 
-from workbench import launch
+from workbench import launch, methods
 from workbench.host import gpus
 from workbench.host.engine import VllmInstall
 from workbench.plan import Plan
@@ -27,3 +30,15 @@ def preview(p: Plan, vllm: VllmInstall, host_platform: str | None = None) -> lis
 
 def preview_lines(launches: list[Launch]) -> list[str]:
     return [line for item in launches for line in [item.command, *(f"    {label}" for label in item.runs)]]
+
+
+def serve_command(row: dict, port: int = 8000) -> str:
+    """The command that serves a measured configuration as it was measured: the one its run
+    stored (what `preview` showed before it started), on a fixed port. A run imported without
+    a command (`import-bench`) gets `vllm serve TARGET --speculative-config ...` built the same way."""
+    stored = row.get("command")
+    if stored:
+        return re.sub(r"--port \S+", f"--port {port}", stored)
+    options = json.loads(row["options"]) if row.get("options") else None
+    config = methods.speculative_config(row["method"], row.get("n"), row.get("draft"), options)
+    return shlex.join(["vllm", "serve", row["target"], "--port", str(port), *methods.speculative_args(config)])

@@ -1,0 +1,62 @@
+"""The Compare page's answer as a Qt table model: per target x workload x concurrency, each
+method's best configuration, its speedup ± 95% interval and noise verdict, the fastest in bold."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+
+from app.models.runs_model import RowsModel
+from workbench import report
+from workbench.report import palette
+
+COLUMNS = [
+    ("target_short", "Target", "The served model (hover for its full path)"),
+    ("workload", "Workload", "Prompt set"),
+    ("concurrency", "Conc.", "Requests in flight at once"),
+    ("config", "Best configuration", "The method at the N with the highest mean output tokens/s here"),
+    ("speedup", "Speedup ± 95%", "Output tokens/s / the matching baseline's; ± is a 95% confidence interval "
+                                 "over repeats (none for a single run)"),
+    ("verdict", "Noise", "'beyond noise' when the 95% interval excludes 1.0; repeats >= 2 give an interval"),
+    ("tok_s", "tok/s", "Mean output tokens/s of the configuration"),
+    ("baseline_tok_s", "Baseline tok/s", "The no-speculation baseline's mean output tokens/s, same conditions"),
+    ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts"),
+    ("repeats", "Repeats", "Runs averaged"),
+]
+FORMATS = {"tok_s": "{:.1f}", "baseline_tok_s": "{:.1f}", "mal": "{:.2f}"}
+
+
+class AnswerModel(RowsModel):
+    columns = COLUMNS
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        key = COLUMNS[index.column()][0]
+        row = self._rows[index.row()]
+        if role == Qt.DisplayRole:
+            if key == "speedup":
+                return report.speedup_text(row)
+            if key == "config" and row["fastest"]:
+                return f"{row['config']} — fastest"
+            return report.cell(row, key, FORMATS.get(key, "{}"))
+        if role == Qt.UserRole:
+            return row.get(key)
+        if role == Qt.DecorationRole and key == "config":
+            return QColor(palette.colour(row["method"], row["n"]))
+        if role == Qt.FontRole and row["fastest"]:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ToolTipRole:
+            return row["target"] if key == "target_short" else row.get("command")
+        return None
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.DisplayRole:
+            return COLUMNS[section][1]
+        if role == Qt.ToolTipRole:
+            return COLUMNS[section][2]
+        return None

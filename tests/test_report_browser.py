@@ -1,0 +1,71 @@
+"""The HTML report opened in a real browser (headless Chromium, installed by scripts/bootstrap.sh):
+at 1280 px nothing overflows horizontally and every chart image has loaded, for the recorded demo
+sweep and the H200 sweep. The page measures itself with a small script added to a copy of it."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from app.exports import select, write_report
+from conftest import ROOT, copy_db
+from workbench import store
+
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const width = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll("body *")]
+    .filter(e => e.getBoundingClientRect().right > width + 0.5)
+    .map(e => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + ": " + (e.textContent || e.alt || "").slice(0, 60));
+  const images = [...document.images];
+  const out = document.createElement("pre");
+  out.id = "measure";
+  out.textContent = JSON.stringify({width, scroll: document.documentElement.scrollWidth, wide,
+    images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt)});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.fail("Chromium is not installed: `bash scripts/bootstrap.sh` installs it (apt package chromium)")
+    return found
+
+
+def measure(page, width: int = 1280) -> dict:
+    done = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+                           f"--window-size={width},900", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="measure">(.*?)</pre>', done.stdout, re.S)
+    assert found, f"the page did not measure itself: {done.stderr[-500:]}"
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.parametrize("source", ["tests/fixtures/demo/demo-sweep.sqlite", "docs/gpu/h200-tp1.sqlite"])
+def test_report_fits_1280_px_and_every_image_loads(qapp, source, tmp_path):
+    db = copy_db(ROOT / source, tmp_path / "results.sqlite")
+    store.open_db(db).conn.close()
+    report = write_report(select(db), tmp_path / "report.html", "Draftbench report", db)
+    page = tmp_path / "measured.html"
+    page.write_text(report.read_text().replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    seen = measure(page)
+    assert seen["width"] <= 1280 and seen["scroll"] <= seen["width"], seen
+    assert seen["wide"] == [], seen["wide"]
+    assert seen["images"] >= 5 and seen["broken"] == [], seen
+
+
+def test_the_measurement_sees_an_overflow_and_a_broken_image(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text('<!DOCTYPE html><html><body><div style="width:2000px">wide</div>'
+                    '<img alt="broken" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></body></html>'
+                    .replace("</body>", MEASURE + "</body>"))
+    seen = measure(page)
+    assert seen["scroll"] > seen["width"] and seen["wide"] and seen["broken"] == ["broken"]

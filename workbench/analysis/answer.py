@@ -1,0 +1,123 @@
+"""The answer Compare leads with: per target x workload x concurrency, the best configuration of
+each method with its speedup, 95% interval and noise verdict; and per method the concurrency at
+which speculation stops paying (the crossover). Pure, no Qt."""
+
+from __future__ import annotations
+
+import math
+
+from workbench.analysis.compare import Config
+
+
+def short_model(name: str | None) -> str:
+    """A model by its folder or repo name: `/models/Qwen3-8B/` -> `Qwen3-8B`, `demo:x` -> `x`."""
+    if not name:
+        return "-"
+    return name.rstrip("/").rsplit("/", 1)[-1].removeprefix("demo:")
+
+
+def verdict(c: Config) -> str:
+    """Whether the speedup is beyond run-to-run noise, in words."""
+    if c.beyond_noise is None:
+        return "one run: no interval"
+    if not c.beyond_noise:
+        return "within noise"
+    return "faster, beyond noise" if c.speedup > 1 else "slower, beyond noise"
+
+
+def best_per_method(cs: list[Config]) -> dict[tuple, Config]:
+    """(target, workload, concurrency, method, draft) -> the configuration with the highest mean
+    output throughput (its N is the best N there)."""
+    best: dict[tuple, Config] = {}
+    for c in cs:
+        if c.method == "baseline" or c.speedup is None:
+            continue
+        key = (c.target, c.workload, c.concurrency, c.method, c.draft)
+        if key not in best or c.tok_s.mean > best[key].tok_s.mean:
+            best[key] = c
+    return best
+
+
+def answer_rows(cs: list[Config]) -> list[dict]:
+    """One row per target x workload x concurrency x method: its best configuration, fastest
+    method first within each target x workload x concurrency. `fastest` marks the row that beats
+    the baseline by the most; `run` is a run of that configuration (for its exact command)."""
+    best = best_per_method(cs)
+    groups: dict[tuple, list[Config]] = {}
+    for (target, workload, concurrency, _, _), c in best.items():
+        groups.setdefault((target, workload, concurrency), []).append(c)
+    rows = []
+    for (target, workload, concurrency), group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        group.sort(key=lambda c: c.speedup, reverse=True)
+        for i, c in enumerate(group):
+            rows.append({
+                "target": target, "target_short": short_model(target), "workload": workload,
+                "concurrency": concurrency, "method": c.method, "n": c.n, "draft": c.draft,
+                "config": c.label, "speedup": c.speedup, "speedup_ci95": c.speedup_ci95,
+                "beyond_noise": c.beyond_noise, "verdict": verdict(c),
+                "fastest": i == 0 and c.speedup > 1, "tok_s": c.tok_s.mean,
+                "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
+                "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
+                "run": c.rows[0]["id"],
+            })
+    return rows
+
+
+def _pays(c: Config) -> bool:
+    return c.speedup > 1 and c.beyond_noise is not False
+
+
+def crossovers(cs: list[Config]) -> list[dict]:
+    """Per target x workload x method run at two or more concurrencies: its best speedup at each,
+    the highest concurrency up to which it pays (speedup above 1, not within noise of it), the
+    first at which it stops, and an estimate of the crossover between the two (speedup
+    interpolated against log2 concurrency to 1.0)."""
+    by_method: dict[tuple, dict[int, Config]] = {}
+    for (target, workload, concurrency, method, draft), c in best_per_method(cs).items():
+        by_method.setdefault((target, workload, method, draft), {})[concurrency] = c
+    out = []
+    for (target, workload, method, draft), at in sorted(by_method.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        if len(at) < 2:
+            continue
+        levels = sorted(at)
+        stops = next((c for c in levels if not _pays(at[c])), None)
+        before = [c for c in levels if stops is None or c < stops]
+        estimate = None
+        if stops is not None and before:
+            lo, hi = before[-1], stops
+            s_lo, s_hi = at[lo].speedup, at[hi].speedup
+            if s_lo > 1 >= s_hi and s_lo != s_hi:
+                x = math.log2(lo) + (s_lo - 1) / (s_lo - s_hi) * (math.log2(hi) - math.log2(lo))
+                estimate = 2 ** x
+        out.append({"target": target, "target_short": short_model(target), "workload": workload,
+                    "method": method, "draft": draft,
+                    "points": [(c, at[c].n, at[c].speedup) for c in levels],
+                    "pays_up_to": before[-1] if before else None, "stops_at": stops, "estimate": estimate,
+                    "text": _crossover_text(method, levels, at, before, stops, estimate)})
+    return out
+
+
+def _crossover_text(method, levels, at, before, stops, estimate) -> str:
+    first, last = levels[0], levels[-1]
+    if stops is None:
+        return (f"{method} pays at every concurrency run (c={first}: {at[first].speedup:.2f}x … "
+                f"c={last}: {at[last].speedup:.2f}x): no crossover up to c={last}")
+    if not before:
+        return f"{method} does not pay even at c={first} ({at[first].speedup:.2f}x, {verdict(at[first])})"
+    where = f", crossover ≈ c={estimate:.0f}" if estimate else ""
+    return (f"{method} pays up to c={before[-1]} ({at[before[-1]].speedup:.2f}x) and stops at "
+            f"c={stops} ({at[stops].speedup:.2f}x, {verdict(at[stops])}){where}")
+
+
+def conditions(rows: list[dict]) -> str:
+    """The run conditions in one caption line: target, workload, concurrency, temperature, vLLM."""
+    counted = [r for r in rows if r.get("status") in ("completed", "partial")] or rows
+
+    def values(key, fmt=str):
+        found = sorted({r.get(key) for r in counted if r.get(key) is not None}, key=lambda v: (str(type(v)), v))
+        return ", ".join(fmt(v) for v in found) or "?"
+
+    targets = ", ".join(sorted({short_model(r.get("target")) for r in counted})) or "?"
+    return (f"target {targets} · workload {values('workload')} · concurrency {values('concurrency')} · "
+            f"temperature {values('temperature', lambda t: f'{t:g}')} · max tokens {values('max_tokens')} · "
+            f"vLLM {values('vllm_version')}")

@@ -1,0 +1,138 @@
+"""The HTML report, answer first: the best configuration of each method per target x workload x
+concurrency with its interval and noise verdict, where speculation stops paying, the command that
+serves the fastest; then the charts; then the runs; full model paths and exact commands last.
+Self-contained: styles inline, charts as SVG data images, no external URL."""
+
+from __future__ import annotations
+
+import base64
+import html
+import platform
+import time
+from dataclasses import dataclass, field
+
+from workbench import __version__
+from workbench.report.provenance_html import section as provenance_section
+from workbench.report import palette
+from workbench.report.table import cell, speedup_text
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em auto; padding: 0 1.5em; color: #222; max-width: 1200px; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+table.prov th, table.prov td { text-align: left; overflow-wrap: anywhere; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+tr.fastest td { font-weight: bold; background: #f3f8ee; }
+.chip { display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.4em; vertical-align: -0.05em;
+        border-radius: 2px; }
+.conditions { color: #555; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 1em; }
+figure { margin: 0; border: 1px solid #ddd; padding: 0.5em; min-width: 0; }
+figcaption { font-weight: bold; margin-bottom: 0.3em; }
+figure img { width: 100%; height: auto; display: block; }
+pre, code { font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #f6f6f6; padding: 0.6em; border: 1px solid #e2e2e2; }
+.note { color: #666; font-size: 0.9em; }
+"""
+
+
+@dataclass
+class Report:
+    title: str
+    conditions: str
+    answer: list[dict]           # workbench.analysis.answer.answer_rows, each with its `command`
+    crossovers: list[dict]       # workbench.analysis.answer.crossovers
+    speedups: list[dict]         # workbench.analysis.compare.speedup_table
+    charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
+    not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
+    runs: list[dict] = field(default_factory=list)
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _chip(method: str, n: int | None) -> str:
+    return f'<span class="chip" style="background:{palette.colour(method, n)}"></span>'
+
+
+def answer_html(rows: list[dict]) -> str:
+    head = ("<tr><th class=l>Target</th><th class=l>Workload</th><th>Conc.</th><th class=l>Method</th><th>N</th>"
+            "<th>Speedup ± 95%</th><th class=l>Noise</th><th>tok/s</th><th>Baseline tok/s</th><th>MAL</th>"
+            "<th>Repeats</th></tr>")
+    body = "".join(
+        f'<tr class="{"fastest" if r["fastest"] else ""}"><td class=l>{_e(r["target_short"])}'
+        f'</td><td class=l>{_e(r["workload"])}</td><td>{r["concurrency"]}</td>'
+        f'<td class=l>{_chip(r["method"], r["n"])}{_e(r["method"])}{" (fastest)" if r["fastest"] else ""}</td>'
+        f'<td>{_e(r["n"])}</td><td>{speedup_text(r)}</td><td class=l>{_e(r["verdict"])}</td>'
+        f'<td>{cell(r, "tok_s", "{:.1f}")}</td><td>{cell(r, "baseline_tok_s", "{:.1f}")}</td>'
+        f'<td>{cell(r, "mal", "{:.2f}")}</td><td>{r["repeats"]}</td></tr>' for r in rows)
+    return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def serve_html(rows: list[dict]) -> str:
+    """The command serving the fastest configuration, once per distinct command."""
+    where: dict[str, list[str]] = {}
+    for r in rows:
+        if r["fastest"]:
+            where.setdefault(r["command"], []).append(f"{r['target_short']} · {r['workload']} · c={r['concurrency']}")
+    if not where:
+        return "<p>No configuration beat the baseline: serve the target without speculation.</p>"
+    return "".join(f"<p>Fastest for {_e(', '.join(at))}:</p><pre><code>{_e(command)}</code></pre>"
+                   for command, at in where.items())
+
+
+def _image(title: str, svg: str) -> str:
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f'<figure><figcaption>{_e(title)}</figcaption><img alt="{_e(title)}" src="data:image/svg+xml;base64,{data}"></figure>'
+
+
+def runs_html(runs: list[dict]) -> str:
+    rows = "".join(
+        f"<tr><td>{r['id']}</td><td class=l>{_chip(r['method'], r.get('n'))}{_e(r['method'])}</td>"
+        f"<td>{'' if r.get('n') is None else r['n']}</td><td class=l>{_e(r['workload'])}</td><td>{r['concurrency']}</td>"
+        f"<td>{r.get('repeat') or ''}</td><td class=l>{_e(r['status'])}</td><td>{cell(r, 'output_tok_s', '{:.1f}')}</td>"
+        f"<td>{cell(r, 'mal', '{:.2f}')}</td><td>{cell(r, 'acceptance_rate', '{:.3f}')}</td></tr>" for r in runs)
+    return ("<table><thead><tr><th>Run</th><th class=l>Method</th><th>N</th><th class=l>Workload</th><th>Conc.</th>"
+            "<th>Repeat</th><th class=l>Status</th><th>tok/s</th><th>MAL</th><th>Accept.</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def details_html(runs: list[dict]) -> str:
+    models = sorted({(r["target"], r.get("draft") or "") for r in runs})
+    model_items = "".join(f"<li>target <code>{_e(t)}</code>{f', draft <code>{_e(d)}</code>' if d else ''}</li>"
+                          for t, d in models)
+    commands = sorted({(r.get("command") or "", r.get("vllm_version") or "?", r.get("torch_version") or "?")
+                       for r in runs if r.get("command")})
+    command_items = "".join(f"<li><code>{_e(c)}</code><br><small>vLLM {_e(v)}, torch {_e(t)}</small></li>"
+                            for c, v, t in commands)
+    return (f"<details open><summary>Models (full paths), exact vLLM commands and versions</summary>"
+            f"<ul>{model_items}</ul><ul>{command_items}</ul></details>")
+
+
+def render(r: Report) -> str:
+    charts = "".join(_image(title, svg) for title, svg in r.charts)
+    missing = "".join(f"<li>{_e(title)}: {_e(why)}</li>" for title, why in r.not_drawn)
+    crossings = "".join(f"<li>{_e(c['target_short'])} · {_e(c['workload'])}: {_e(c['text'])}</li>"
+                        for c in r.crossovers) or "<li>Every configuration ran at one concurrency only.</li>"
+    generated = time.strftime("%Y-%m-%d %H:%M")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(r.title)}</title><style>{STYLE}</style></head><body>
+<h1>{_e(r.title)}</h1>
+<p class="conditions">{_e(r.conditions)}</p>
+<h2>Which method and N is fastest</h2>
+<p class="note">Per target, workload and concurrency: each method at its best N. Speedup = output tokens/s / the
+matching baseline's (same target, workload, concurrency and sampling); ± is a 95% confidence interval over
+repeats; "beyond noise" when that interval excludes 1.0.</p>
+{answer_html(r.answer)}
+<h3>Where speculation stops paying</h3><ul>{crossings}</ul>
+<h3>Serve it</h3>{serve_html(r.answer)}
+<h2>Charts</h2><div class="charts">{charts}</div>
+{f'<p class="note">Not drawn:</p><ul class="note">{missing}</ul>' if missing else ''}
+<h2>Runs</h2>{runs_html(r.runs)}
+<h2>Details</h2>{details_html(r.runs)}
+{provenance_section(r.runs)}
+<p class="note">Generated {generated} by Draftbench {__version__} on {_e(platform.node())}.</p>
+</body></html>
+"""
