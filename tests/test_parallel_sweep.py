@@ -175,6 +175,10 @@ def test_stop_stops_every_server(standin_vllm, demo_models, vllm_install, tmp_pa
     summary = r.run()
     r.db.conn.close()
     assert summary["cancelled"] and summary["failed"] == 0
+    # A stopped server's socket may take a moment to close after its process is gone.
+    deadline = time.monotonic() + 10
+    while any(launch.port_in_use(port) for port in ports) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not any(launch.port_in_use(port) for port in ports)
     statuses = {row["status"] for row in _rows(tmp_path / "r.sqlite").values()}
     assert statuses <= {"completed", "cancelled", "pending"} and "cancelled" in statuses

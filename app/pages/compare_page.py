@@ -170,6 +170,7 @@ class ComparePage(QWidget):
         split.setStretchFactor(1, 3)
         split.setSizes([280, 520])
         self.split = split
+        self.provenance_note = ProvenanceNote()
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.provenance_note)
