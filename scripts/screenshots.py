@@ -130,7 +130,11 @@ def first_run(app: QApplication) -> None:
     theme.apply()
     out = ROOT / "docs"
     out.mkdir(exist_ok=True)
-    db = Path(tempfile.mkdtemp()) / "first-run.sqlite"
+    # A fixed, neutral folder, since the status bar shows the database's path.
+    folder = Path(tempfile.gettempdir()) / "draftbench-demo"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    db = folder / "first-run.sqlite"
     w = MainWindow(db)
     w.resize(1280, 800)
     w.show()
