@@ -113,12 +113,7 @@ case "$what" in
   test)
     export QT_QPA_PLATFORM=offscreen
     draftbench demo-model
-    if [ $# -gt 0 ]; then exec python -m pytest "$@"; fi
-    # The whole suite in two tiers: the fast one on two workers (its tests share nothing but
-    # read-only fixtures), then the real vLLM servers one at a time, since two CPU servers on the
-    # same cores slow each other down far more than they gain.
-    python -m pytest -n 2 -m "not vllm"
-    exec python -m pytest -m vllm
+    exec python -m pytest "$@"
     ;;
   *) say "usage: bash scripts/bootstrap.sh [run|test|setup]"; exit 2 ;;
 esac
