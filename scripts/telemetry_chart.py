@@ -11,7 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.widgets import charts, theme  # noqa: E402
+from app.widgets import chart_export, theme  # noqa: E402
 from app.pages.live import LivePage  # noqa: E402
 
 
@@ -24,8 +24,8 @@ def main() -> int:
     page.poll()
     page.dirty = True
     page.redraw()
-    charts.export_png(page.power_plot, f"{prefix}-power.png", 1000, 500)
-    charts.export_png(page.util_plot, f"{prefix}-util.png", 1000, 500)
+    chart_export.export_png(page.power_plot, f"{prefix}-power.png", 1000, 500)
+    chart_export.export_png(page.util_plot, f"{prefix}-util.png", 1000, 500)
     print(f"{prefix}-power.png {prefix}-util.png")
     return 0
 

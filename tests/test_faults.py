@@ -230,8 +230,9 @@ def test_another_writer_holding_the_lock_delays_but_loses_nothing(fault_sweep):
     finally:
         conn.close()
     assert run == ("completed", 4) and requests == 4
-    # The runner waited for the lock (one gap of about the 3 s it was held), then carried on.
-    assert max(b - a for a, b in zip(times, times[1:])) > 2.0
+    # The measurement did not wait for the lock: its writes queue for the sweep's one database
+    # writer thread, which waited the 3 s instead, so the samples kept their cadence.
+    assert times and max((b - a for a, b in zip(times, times[1:])), default=0.0) < 2.5
     assert_intact(db_path, {})
 
 
@@ -309,11 +310,13 @@ from workbench import events
 from app.entry import main
 db = sys.argv[sys.argv.index("--db") + 1]
 write = events.Writer.__call__
+# Events are written from the sweep's database writer thread; a signal handler can only be set
+# from the main thread, so before the sweep.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 def limited(self, event):
     write(self, event)
     if event.KIND == "run_finished" and not os.environ.get("LIMITED"):
         os.environ["LIMITED"] = "1"
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         size = max(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
         write(self, events.Other("disk_full", {"limit": size}))
@@ -332,15 +335,18 @@ def test_disk_full_while_writing_the_database(demo_models, tmp_path):
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
     events = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [e["event"] for e in events]
-    assert kinds.count("run_finished") == 1 and "disk_full" in kinds, done.stderr[-3000:]
+    # The limit is set when the first run finishes. Writes go through the sweep's one writer
+    # thread, and SQLite reuses a checkpointed WAL's space, so which later write first needs the
+    # file to grow (the next run's samples, or only the sweep's end) depends on timing.
+    assert kinds.count("run_finished") >= 1 and "disk_full" in kinds, done.stderr[-3000:]
     _one_line(done, "draftbench: the results database cannot be used: ")
     assert "free some disk space, then run the same plan again to resume" in done.stderr
     runs = _runs(db)
     assert runs["baseline N=None c=1"]["status"] == "completed"
-    assert runs["baseline N=None c=2"]["status"] != "completed"
-    finished = next(e for e in events if e["event"] == "run_finished")
+    # Every run announced as finished is stored whole; nothing stored was damaged.
     before = completed_rows(db)
-    assert list(before) == [finished["run"]] and before[finished["run"]][1][2][0] == 4  # its 4 requests
+    finished = [e["run"] for e in events if e["event"] == "run_finished"]
+    assert set(finished) <= set(before) and all(before[run][1][2][0] == 4 for run in finished)  # 4 requests each
     assert_intact(db, before)
     # The server did not outlive the runner.
     assert not _listening(_port(runs["baseline N=None c=1"]["command"]))

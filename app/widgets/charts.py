@@ -122,6 +122,8 @@ def new_plot(name: str) -> pg.PlotWidget:
 def fit_legend(w: pg.PlotWidget, height: int) -> None:
     """Enough legend columns that every entry fits the plot's height."""
     legend = w.getPlotItem().legend
+    if legend is None:  # a plot without a legend (the Train page's curves)
+        return
     fit = max(1, int((height - 110) / LEGEND_ROW))
     columns = max(1, math.ceil(len(legend.items) / fit))
     if legend.columnCount != columns:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from app.widgets import charts, theme
+from app.widgets import chart_export, theme
 from workbench import train
 
 STEP_TITLES = {
@@ -98,8 +98,8 @@ class TrainCharts(QWidget):
         """The loss chart as BASE and the accuracy chart as BASE-accuracy, same format; raises
         OSError or ValueError."""
         written = [base, base.with_name(base.stem + "-accuracy" + base.suffix)]
-        charts.export(self.loss_plot, written[0])
-        charts.export(self.acc_plot, written[1])
+        chart_export.export(self.loss_plot, written[0])
+        chart_export.export(self.acc_plot, written[1])
         return written
 
 
