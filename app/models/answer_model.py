@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
 from app.models.runs_model import RowsModel
+from app.models import columns
 from workbench import report
 from workbench.report import palette
 
@@ -53,10 +54,4 @@ class AnswerModel(RowsModel):
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
-            return None
-        if role == Qt.DisplayRole:
-            return COLUMNS[section][1]
-        if role == Qt.ToolTipRole:
-            return COLUMNS[section][2]
-        return None
+        return columns.header(COLUMNS, section, orientation, role)

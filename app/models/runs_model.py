@@ -6,6 +6,7 @@ import json
 import time
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from app.models import columns
 
 from workbench.host import provenance
 
@@ -87,10 +88,4 @@ class RunsModel(RowsModel):
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
-            return None
-        if role == Qt.DisplayRole:
-            return COLUMNS[section][1]
-        if role == Qt.ToolTipRole:
-            return COLUMNS[section][2]
-        return None
+        return columns.header(COLUMNS, section, orientation, role)
