@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
 from app.models.runs_model import RowsModel
-from app.models import columns
+from app.models.columns import header as column_header
 from workbench import report
 from workbench.report import palette
 
@@ -54,4 +54,4 @@ class AnswerModel(RowsModel):
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        return columns.header(COLUMNS, section, orientation, role)
+        return column_header(COLUMNS, section, orientation, role)

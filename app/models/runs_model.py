@@ -6,7 +6,7 @@ import json
 import time
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from app.models import columns
+from app.models.columns import header as column_header
 
 from workbench.host import provenance
 
@@ -88,4 +88,4 @@ class RunsModel(RowsModel):
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        return columns.header(COLUMNS, section, orientation, role)
+        return column_header(COLUMNS, section, orientation, role)
