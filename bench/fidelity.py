@@ -55,7 +55,9 @@ def bench_round(srv, install, prompts, args, folder: Path) -> dict:
             "--dataset-path", str(dataset), "--num-prompts", str(len(prompts)),
             "--custom-output-len", str(args.max_tokens), "--max-concurrency", str(args.concurrency),
             "--temperature", "0", "--num-warmups", "1", "--disable-tqdm",
-            "--save-result", "--result-filename", str(result)]
+            "--save-result", "--result-filename", str(result),
+            # The prompts go as chat messages on both sides: the server applies the template once.
+            "--skip-chat-template"]
     done = subprocess.run(vllm_cli.argv(install.python, argv), capture_output=True, text=True, timeout=900,
                           env={**os.environ, "OPENAI_API_KEY": srv.api_key})
     if done.returncode != 0:

@@ -118,9 +118,41 @@ class VllmBench:
         self.log.close()
 
 
-def draftbench(install, db_path: Path, text: str) -> dict:
+def cpus(text: str | None) -> set[int] | None:
+    """'0-7,12' -> {0..7, 12}."""
+    if not text:
+        return None
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def pin(which: set[int] | None) -> None:
+    # This thread's affinity: the processes it starts next (a server, a client) inherit it.
+    if which:
+        os.sched_setaffinity(0, which)
+
+
+def scrape_cost_ms(base: str, times: int = 40) -> float:
+    """What one /metrics scrape costs the idle server, in ms (the median of `times` in a row): the
+    API server renders it on the event loop that streams the answers, so a scrape every
+    SCRAPE_INTERVAL_S takes that share of its time from a front end that is the bottleneck."""
+    import httpx
+
+    took = []
+    with httpx.Client(timeout=10) as client:
+        for _ in range(times):
+            t0 = time.perf_counter()
+            client.get(base + "/metrics").raise_for_status()
+            took.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(took)
+
+
+def draftbench(install, db_path: Path, text: str, scrape_interval_s: float = runner.SCRAPE_INTERVAL_S) -> dict:
     p = plan.loads(text, path="fidelity.toml")
-    runner.Runner(p, str(db_path), install, emit=lambda e: None).run()
+    runner.Runner(p, str(db_path), install, emit=lambda e: None, scrape_interval_s=scrape_interval_s).run()
     db = store.open_db(db_path)
     run = dict([r for r in store.runs(db) if r["status"] == "completed"][-1])
     # Each answer's length, compared with vllm bench's output_lens.
@@ -145,12 +177,16 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                          args.max_model_len, "bfloat16", extra, (), False, method is not None)
     srv = launch.LocalServer(launch.prepare(config, install, launch.free_port(), args.platform))
     t0 = time.time()
+    pin(args.server_cpus)
     srv.start()
+    pin(args.client_cpus)
     rows = []
     try:
         srv.wait_healthy(900)
         print(f"[{label}] server ready in {time.time() - t0:.0f} s", flush=True)
         base, key = srv.spec.base_url, srv.api_key
+        scrape_ms = scrape_cost_ms(base)
+        print(f"[{label}] one /metrics scrape: {scrape_ms:.1f} ms (idle server)", flush=True)
         os.environ["DRAFTBENCH_FIDELITY_KEY"] = key
         # The plan lists no method: an attached server is measured as it is, and its counters give
         # MAL and per-position acceptance whatever the run is called (a listed method would add a
@@ -176,7 +212,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                                            max_model_len=args.max_model_len, base_url=base, method=method_toml,
                                            prompts=count, max_tokens=args.max_tokens, concurrency=c,
                                            ignore_eos=str(args.ignore_eos).lower())
-                        ours.append(draftbench(install, db_path, text))
+                        ours.append(draftbench(install, db_path, text, args.scrape_interval))
                         if ours[-1]["prompt_ids"] != [p.id for p in prompts]:
                             raise SystemExit("the runner sent other prompts than vllm bench gets: the "
                                              "comparison would not be of the same work")
@@ -194,7 +230,9 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
                 "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
                 "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
-                "rounds": len(a), "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
+                "rounds": len(a), "scrape_ms": scrape_ms, "scrape_interval_s": args.scrape_interval,
+                "server_cpus": sorted(args.server_cpus or ()), "client_cpus": sorted(args.client_cpus or ()),
+                "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
                 "draftbench_mal": [r["mal"] for r in ours],
                 "vllm_bench_mal": [t.get("spec_decode_acceptance_length") for t in theirs],
                 "draftbench_per_position": [json.loads(r["per_position"] or "null") for r in ours],
@@ -229,8 +267,13 @@ def main() -> int:
     ap.add_argument("--max-model-len", type=int, default=2048)
     ap.add_argument("--seconds", type=float, default=3600, help="stop starting rounds after this long")
     ap.add_argument("--platform", default="cuda", help="cuda, rocm, or none for a smoke test on the CPU build")
+    ap.add_argument("--server-cpus", type=cpus, help="cores for the vLLM server, e.g. 0-7")
+    ap.add_argument("--client-cpus", type=cpus, help="cores for both clients and the runner, e.g. 8-15")
+    ap.add_argument("--scrape-interval", type=float, default=runner.SCRAPE_INTERVAL_S,
+                    help="the runner's /metrics scrape interval during a window (s)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    pin(args.client_cpus)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     install = engine.probe()

@@ -47,6 +47,7 @@ num_prompts = {prompts}
 max_tokens = {max_tokens}
 warmup = 1
 concurrency = [{concurrency}]
+repeats = {repeats}
 temperature = 0.0
 [server]
 health_timeout_s = 1200
@@ -69,7 +70,8 @@ def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> di
     db = store.open_db(db_path, readonly=True)
     try:
         rows = [{"method": r["method"], "n": r["n"], "concurrency": r["concurrency"], "status": r["status"],
-                 "output_tok_s": r["output_tok_s"], "mal": r["mal"], "gpus": r["gpus"]} for r in store.runs(db)]
+                 "output_tok_s": r["output_tok_s"], "mal": r["mal"], "gpus": r["gpus"], "error": r["error"]}
+                for r in store.runs(db)]
     finally:
         store.close(db)
     return {"wall_s": wall, "completed": summary["completed"], "failed": summary["failed"], "runs": rows}
@@ -86,12 +88,18 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=8)
     ap.add_argument("--concurrency", default="1")
     ap.add_argument("--max-model-len", type=int, default=2048)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="repeats of every run, so a slot's figures can be judged against the noise of repeats")
     ap.add_argument("--rounds", type=int, default=1, help="serial and parallel sweeps alternated this many times")
     ap.add_argument("--vllm-python", default=None)
     ap.add_argument("--eager", action="store_true",
                     help="enforce_eager on a GPU too: launches in seconds rather than minutes of compilation")
     ap.add_argument("--out", default=None, help="folder for parallel_sweep.json")
+    ap.add_argument("--modes", default="serial,parallel",
+                    help="which sweeps to run; with --out, sweeps of the same plan already in its "
+                         "parallel_sweep.json are kept, so a long comparison can run in parts")
     args = ap.parse_args()
+    modes = [m for m in ("serial", "parallel") if m in args.modes.split(",")]
 
     vllm = engine.probe(args.vllm_python or sys.executable)
     if not vllm.found:
@@ -104,7 +112,7 @@ def main() -> int:
     text = PLAN.format(target=args.target, max_model_len=args.max_model_len, eager=str(cpu or args.eager).lower(),
                        profile="[profile]\n" + "\n".join(profile) if profile else "",
                        methods=methods_toml(args.methods), prompts=args.num_prompts, max_tokens=args.max_tokens,
-                       concurrency=args.concurrency)
+                       concurrency=args.concurrency, repeats=args.repeats)
     try:
         p = plan.loads(text, base=Path.cwd())
         slots = scheduler.resolve(p, vllm, args.gpus)
@@ -114,10 +122,15 @@ def main() -> int:
     configs = len(p.servers())
     print(f"{configs} server configuration(s), {len(p.runs)} run(s); slots: {'; '.join(s.label for s in slots)}")
     results: dict[str, list[dict]] = {"serial": [], "parallel": []}
+    saved = Path(args.out) / "parallel_sweep.json" if args.out else None
+    if saved and saved.exists():
+        doc = json.loads(saved.read_text())
+        if doc.get("plan") == text:
+            results = {mode: doc["rounds"].get(mode, []) for mode in results}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
             order = ("serial", "parallel") if i % 2 == 0 else ("parallel", "serial")
-            for mode in order:
+            for mode in (m for m in order if m in modes):
                 p = plan.loads(text, base=Path.cwd())  # a fresh experiment each time: nothing is skipped
                 p.name = f"{p.name}-{mode}-{i}"
                 chosen = [Slot(0, None)] if mode == "serial" else slots
@@ -125,21 +138,35 @@ def main() -> int:
                 results[mode].append(r)
                 print(f"round {i + 1} {mode:8s}: {r['wall_s']:.1f} s wall, {r['completed']} completed, "
                       f"{r['failed']} failed", flush=True)
+                failed = [x for x in r["runs"] if x["status"] == "failed"]
+                if failed:
+                    print(f"  first failure: {(failed[0]['error'] or '?').splitlines()[0][:300]}", flush=True)
+                if saved:  # after every sweep: a part cut short keeps what it finished
+                    saved.parent.mkdir(parents=True, exist_ok=True)
+                    saved.write_text(json.dumps({"plan": text, "rounds": results}, indent=1))
+    if not results["serial"] or not results["parallel"]:
+        print("one side only so far: run the other with --modes and the same --out to compare")
+        return 0
     serial = statistics.median(r["wall_s"] for r in results["serial"])
     parallel = statistics.median(r["wall_s"] for r in results["parallel"])
     efficiency = serial / (parallel * len(slots))
-    print(f"\nserial wall time:   {serial:.1f} s (median of {args.rounds})")
+    print(f"\nserial wall time:   {serial:.1f} s (median of {len(results['serial'])})")
     print(f"parallel wall time: {parallel:.1f} s on {len(slots)} slot(s)")
     print(f"speedup {serial / parallel:.2f}x, efficiency serial / (parallel x slots) = {efficiency:.2f}")
-    print("\nper configuration (median over rounds): output tok/s serial | parallel, MAL serial | parallel")
+    print("\nper configuration (median over rounds and repeats, [min-max]): output tok/s serial | parallel, "
+          "MAL serial | parallel")
     keys = sorted({(r["method"], r["n"] or 0, r["concurrency"]) for r in results["serial"][0]["runs"]})
     for key in keys:
         def pick(mode, field):
             values = [x[field] for res in results[mode] for x in res["runs"]
                       if (x["method"], x["n"] or 0, x["concurrency"]) == key and x[field] is not None]
-            return statistics.median(values) if values else float("nan")
-        print(f"  {key[0]:10s} N={key[1]:<2d} c={key[2]:<4d} {pick('serial', 'output_tok_s'):9.1f} | "
-              f"{pick('parallel', 'output_tok_s'):9.1f}   {pick('serial', 'mal'):5.2f} | {pick('parallel', 'mal'):5.2f}")
+            return (statistics.median(values), min(values), max(values)) if values else (float("nan"),) * 3
+
+        def tok(mode):
+            m, lo, hi = pick(mode, "output_tok_s")
+            return f"{m:9.1f} [{lo:.1f}-{hi:.1f}]"
+        print(f"  {key[0]:10s} N={key[1]:<2d} c={key[2]:<4d} {tok('serial')} | {tok('parallel')}   "
+              f"{pick('serial', 'mal')[0]:5.2f} | {pick('parallel', 'mal')[0]:5.2f}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
