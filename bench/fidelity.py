@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -23,9 +21,10 @@ from pathlib import Path
 import httpx
 
 from common import server_config, start, table
+from gpu_fidelity import VllmBench, spread
 from workbench import load, metrics
 from workbench.checkpoints import demo
-from workbench.host import engine, vllm_cli
+from workbench.host import engine
 from workbench.sweep import runner
 from workbench.load import workloads
 
@@ -45,24 +44,11 @@ async def draftbench_round(srv, prompts, sampling, concurrency) -> dict:
             "ok": s["requests_ok"]}
 
 
-def bench_round(srv, install, prompts, args, folder: Path) -> dict:
-    dataset = folder / "prompts.jsonl"
-    dataset.write_text("".join(json.dumps({"prompt": p.text}) + "\n" for p in prompts))
-    result = folder / "bench.json"
-    argv = ["bench", "serve", "--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
-            "--base-url", srv.spec.base_url, "--model", "smollm2",
-            "--tokenizer", str(demo.ensure()[demo.TARGET.name]), "--dataset-name", "custom",
-            "--dataset-path", str(dataset), "--num-prompts", str(len(prompts)),
-            "--custom-output-len", str(args.max_tokens), "--max-concurrency", str(args.concurrency),
-            "--temperature", "0", "--num-warmups", "1", "--disable-tqdm",
-            "--save-result", "--result-filename", str(result),
-            # The prompts go as chat messages on both sides: the server applies the template once.
-            "--skip-chat-template"]
-    done = subprocess.run(vllm_cli.argv(install.python, argv), capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "OPENAI_API_KEY": srv.api_key})
-    if done.returncode != 0:
-        raise SystemExit(f"vllm bench serve failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    r = json.loads(result.read_text())
+def bench_round(srv, bench, prompts, args) -> dict:
+    # The served name is the demo's; the worker sends the prompts as chat messages with no
+    # template of its own (--skip-chat-template), so the server applies it once, as for ours.
+    r = bench.run(srv.spec.base_url, srv.api_key, str(demo.ensure()[demo.TARGET.name]), prompts, args.max_tokens,
+                  args.concurrency, model="smollm2", warmups=1)
     return {"tok_s": r["output_throughput"], "tokens": r["total_output_tokens"],
             "mal": r.get("spec_decode_acceptance_length"),
             "acceptance_rate": r["spec_decode_acceptance_rate"] / 100 if r.get("spec_decode_acceptance_rate") is not None else None,
@@ -81,16 +67,18 @@ def main() -> None:
     sampling = load.Sampling(args.max_tokens, 0.0)
     srv, _ = start(server_config("draft_model", 3, demo.DRAFT_NOISY.name))
     ours, theirs = [], []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = VllmBench(install, Path(tmp))
+        try:
             for i in range(args.rounds):
                 # Alternating, so drift in the machine's load hits both clients alike.
                 pair = [lambda: ours.append(asyncio.run(draftbench_round(srv, prompts, sampling, args.concurrency))),
-                        lambda: theirs.append(bench_round(srv, install, prompts, args, Path(tmp)))]
+                        lambda: theirs.append(bench_round(srv, bench, prompts, args))]
                 for step in (pair if i % 2 == 0 else pair[::-1]):
                     step()
-    finally:
-        srv.stop()
+        finally:
+            srv.stop()
+            bench.close()
     rows = []
     for i, (a, b) in enumerate(zip(ours, theirs), 1):
         rows.append([i, f"{a['tok_s']:.1f}", f"{b['tok_s']:.1f}", f"{a['tok_s'] / b['tok_s']:.3f}",
@@ -98,6 +86,9 @@ def main() -> None:
                      f"{a['tokens']} / {b['tokens']}"])
     ratio = [a["tok_s"] / b["tok_s"] for a, b in zip(ours, theirs)]
     mean = lambda key, xs: statistics.fmean(x[key] for x in xs)  # noqa: E731
+    a, b = [x["tok_s"] for x in ours], [x["tok_s"] for x in theirs]
+    rows.append(["median (spread)", f"{statistics.median(a):.1f} ({spread(a):.1%})",
+                 f"{statistics.median(b):.1f} ({spread(b):.1%})", f"{statistics.median(ratio):.3f}", "", "", "", "", ""])
     rows.append(["mean", f"{mean('tok_s', ours):.1f}", f"{mean('tok_s', theirs):.1f}", f"{statistics.fmean(ratio):.3f}",
                  f"{mean('mal', ours):.3f}", f"{mean('mal', theirs):.3f}", f"{mean('acceptance_rate', ours):.3f}",
                  f"{mean('acceptance_rate', theirs):.3f}", ""])

@@ -91,17 +91,18 @@ class VllmBench:
             self.log.write(line)
         raise SystemExit(f"the vllm bench worker exited ({self.proc.wait()}); see vllm-bench.log")
 
-    def run(self, base, key, target, prompts, max_tokens, concurrency, ignore_eos=False) -> dict:
+    def run(self, base, key, target, prompts, max_tokens, concurrency, ignore_eos=False, model="smol",
+            warmups=0) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             dataset = Path(tmp) / "prompts.jsonl"
             dataset.write_text("".join(json.dumps({"prompt": x.text}) + "\n" for x in prompts))
             result = Path(tmp) / "result.json"
             args = ["--backend", "openai-chat", "--endpoint", "/v1/chat/completions",
-                    "--base-url", base, "--model", "smol", "--tokenizer", target,
+                    "--base-url", base, "--model", model, "--tokenizer", target,
                     "--dataset-name", "custom", "--dataset-path", str(dataset),
                     "--num-prompts", str(len(prompts)), "--custom-output-len", str(max_tokens),
                     "--max-concurrency", str(concurrency), "--temperature", "0",
-                    "--num-warmups", "0", "--disable-tqdm", "--save-result", "--save-detailed",
+                    "--num-warmups", str(warmups), "--disable-tqdm", "--save-result", "--save-detailed",
                     "--result-filename", str(result), *(["--ignore-eos"] if ignore_eos else []),
                     # The prompts are chat messages on both sides: no template applied twice.
                     "--skip-chat-template"]

@@ -30,6 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts): the fast tier, `-m "not vllm"`, runs on every core; a run
+    that may include the vLLM tier stays in one process, since its real servers are shared per
+    session and two vLLM CPU servers at once on a small machine slow each other past any gain."""
+    if " ".join((config.option.markexpr or "").split()) == "not vllm":
+        return min(4, os.cpu_count() or 1)
+    return 0
+
+
 def pytest_collection_modifyitems(config, items):
     # item.fixturenames is the whole closure, so a fixture built on draft_server counts too.
     for item in items:

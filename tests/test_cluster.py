@@ -66,7 +66,10 @@ def test_a_lost_worker_has_its_runs_redone_on_another(local_cluster, standin_ins
     def emit(event):
         # The first server to be measured loses its worker (and with it the server) mid-run.
         if isinstance(event, events.RunStarted) and not killed:
-            server = next(p for p in psutil.process_iter(["cmdline"]) if str(SCRIPT) in (p.info["cmdline"] or []))
+            # This cluster's stand-in server: under pytest-xdist another worker's tests run
+            # stand-ins too, and killing their parent would kill that worker.
+            server = next(p for p in psutil.process_iter(["cmdline"]) if str(SCRIPT) in (p.info["cmdline"] or [])
+                          and os.getpid() in {q.pid for q in p.parents()})
             killed["worker"] = server.parent().pid
             killed["server"] = server
             killed["run"] = event.run
