@@ -113,7 +113,14 @@ case "$what" in
   test)
     export QT_QPA_PLATFORM=offscreen
     draftbench demo-model
-    exec python -m pytest "$@"
+    [ $# -gt 0 ] && exec python -m pytest "$@"
+    # The whole suite in two passes: the fast tier on every core (pytest-xdist, see
+    # tests/conftest.py), then the vLLM tier in one process, whose real servers are shared per
+    # session. Both always run; the exit status is non-zero when either failed.
+    rc=0
+    python -m pytest -m "not vllm" || rc=$?
+    python -m pytest -m vllm || rc=$?
+    exit $rc
     ;;
   *) say "usage: bash scripts/bootstrap.sh [run|test|setup]"; exit 2 ;;
 esac
