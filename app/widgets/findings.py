@@ -36,7 +36,7 @@ class FindingsPanel(QLabel):
 
     def show_plan(self, summary: str, key: str, check: Check) -> None:
         """The summary, with the findings already known for `key` or, meanwhile, a note that
-        `check()` is running on a pool thread."""
+        `check()` is running on a thread of its own."""
         self.summary, self.key = summary, key
         if self.checked is not None and self.checked[0] == key:
             self._render(self.checked[1])
