@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -140,8 +142,6 @@ def scrape_cost_ms(base: str, times: int = 40) -> float:
     """What one /metrics scrape costs the idle server, in ms (the median of `times` in a row): the
     API server renders it on the event loop that streams the answers, so a scrape every
     SCRAPE_INTERVAL_S takes that share of its time from a front end that is the bottleneck."""
-    import httpx
-
     took = []
     with httpx.Client(timeout=10) as client:
         for _ in range(times):

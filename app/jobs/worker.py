@@ -103,11 +103,6 @@ def run(fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
     return call
 
 
-def busy() -> bool:
-    """Whether a call is still running or its answer not yet delivered."""
-    return bool(_calls)
-
-
 def active() -> int:
     """How many calls are still running."""
     with _lock:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
-from app.models.runs_model import RowsModel
 from app.models.columns import header as column_header
+from app.models.runs_model import RowsModel
 from workbench import report
 from workbench.report import palette
 

@@ -6,8 +6,8 @@ import json
 import time
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from app.models.columns import header as column_header
 
+from app.models.columns import header as column_header
 from workbench.host import provenance
 
 COLUMNS = [
