@@ -8,7 +8,12 @@ Draftbench is measured through its whole runner (an attach profile: scrapes, dat
 telemetry included), as a user runs it. Printed: the median of each side's rounds and their
 spread ((max - min) / median), the ratio (the median of the rounds' ratios; the ratio of medians
 beside it), MAL and per-position acceptance of both, how many answers had the same length on
-both sides, and the client's CPU per 10k output tok/s. Results append to OUT/fidelity.json.
+both sides, and the client's CPU per 10k output tok/s. Both clients' CPU is recorded per round:
+Draftbench's client processes (`client_cpu_s`, and its average cores, client_cpu_s / window_s) and
+the process that runs `vllm bench serve` (`cpu_s` from bench/vllm_bench_worker.py, its CPU-s per
+10k output tokens, and its average cores, cpu_s / the result's "duration"; also over vLLM's
+benchmark() alone, and the busiest second): a one-process client near one core may be what
+limits it. Results append to OUT/fidelity.json.
 
 usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py --target DIR --config baseline \
     [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 3] [--max-tokens 256] --out DIR
@@ -71,6 +76,13 @@ def prompts_for(concurrency: int, window_tokens: int, max_tokens: int, waves: in
     return max(16, waves * concurrency, window_tokens // max_tokens)
 
 
+def _f(x) -> str:
+    """A figure, or a list of them, to 2 decimals; '-' for none."""
+    if isinstance(x, list):
+        return "/".join(_f(v) for v in x) or "-"
+    return "-" if x is None else f"{x:.2f}"
+
+
 def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
 
@@ -113,7 +125,9 @@ class VllmBench:
             status = self._answer()
             if not status.get("ok"):
                 raise SystemExit(f"vllm bench serve failed: {status.get('error')}; see vllm-bench.log")
-            return json.loads(result.read_text())
+            out = json.loads(result.read_text())
+            out["_worker"] = status  # the worker's CPU and wall time of this run
+            return out
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -225,12 +239,38 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
             a = [r["output_tok_s"] for r in ours]
             b = [r["output_throughput"] for r in theirs]
             cpu = [r.get("client_cpu_s") / r["output_tokens"] * 1e4 for r in ours if r.get("client_cpu_s")]
+            ours_cores = [r["client_cpu_s"] / r["window_s"] for r in ours
+                          if r.get("client_cpu_s") and r.get("window_s")]
+            w = [t.get("_worker", {}) for t in theirs]
+            their_cpu = [x.get("cpu_s") for x in w]
+            their_cores = [x["cpu_s"] / t["duration"] for x, t in zip(w, theirs)
+                           if x.get("cpu_s") is not None and t.get("duration")]
+            their_bench_cores = [x["bench_cpu_s"] / t["duration"] for x, t in zip(w, theirs)
+                                 if x.get("bench_cpu_s") is not None and t.get("duration")]
+            their_per_10k = [x["cpu_s"] / t["total_output_tokens"] * 1e4 for x, t in zip(w, theirs)
+                             if x.get("cpu_s") is not None and t.get("total_output_tokens")]
             row = {
                 "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
                 "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
                 "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
                 "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
                 "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
+                "draftbench_client_cpu_s": [r.get("client_cpu_s") for r in ours],
+                "draftbench_window_s": [r.get("window_s") for r in ours],
+                "draftbench_client_processes": [r.get("client_processes") for r in ours],
+                "draftbench_cores": statistics.median(ours_cores) if ours_cores else None,
+                "draftbench_rounds_cores": ours_cores,
+                "vllm_bench_cpu_s": their_cpu,
+                "vllm_bench_children_cpu_s": [x.get("children_cpu_s") for x in w],
+                "vllm_bench_wall_s": [x.get("wall_s") for x in w],
+                "vllm_bench_benchmark_cpu_s": [x.get("bench_cpu_s") for x in w],
+                "vllm_bench_benchmark_wall_s": [x.get("bench_wall_s") for x in w],
+                "vllm_bench_peak_cores": [x.get("bench_peak_cores") for x in w],
+                "vllm_bench_duration_s": [t.get("duration") for t in theirs],
+                "vllm_bench_cpu_per_10k_tok": statistics.median(their_per_10k) if their_per_10k else None,
+                "vllm_bench_cores": statistics.median(their_cores) if their_cores else None,
+                "vllm_bench_rounds_cores": their_cores,
+                "vllm_bench_benchmark_cores": statistics.median(their_bench_cores) if their_bench_cores else None,
                 "rounds": len(a), "scrape_ms": scrape_ms, "scrape_interval_s": args.scrape_interval,
                 "server_cpus": sorted(args.server_cpus or ()), "client_cpus": sorted(args.client_cpus or ()),
                 "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
@@ -250,6 +290,10 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                   f"{row['draftbench_spread']:.1%})  vllm bench {row['vllm_bench_tok_s']:>9,.0f} (spread "
                   f"{row['vllm_bench_spread']:.1%})  ratio {row['ratio']:.3f}  client CPU/10k tok/s "
                   f"{row['client_cpu_per_10k_tok_s'] or float('nan'):.3f}  rounds {len(a)}", flush=True)
+            print(f"[{label}] c={c:<4} cores: draftbench {_f(row['draftbench_cores'])} ({_f(ours_cores)})  "
+                  f"vllm bench {_f(row['vllm_bench_cores'])} ({_f(their_cores)}), within benchmark() "
+                  f"{_f(row['vllm_bench_benchmark_cores'])}, busiest second {_f(row['vllm_bench_peak_cores'])}; "
+                  f"vllm bench CPU-s per 10k tokens {_f(row['vllm_bench_cpu_per_10k_tok'])}", flush=True)
     finally:
         srv.stop()
     return rows
@@ -292,8 +336,9 @@ def main() -> int:
         results_file.write_text(json.dumps(results, indent=1))
     bench.close()
     print("\n| method | concurrency | Draftbench tok/s (spread) | vllm bench serve tok/s (spread) | ratio | "
-          "ratio of medians | client CPU per 10k tok/s | same-length answers | rounds |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "ratio of medians | client CPU per 10k tok/s | same-length answers | rounds | "
+          "vllm bench CPU-s per 10k tokens | vllm bench cores | Draftbench cores |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         cpu = r["client_cpu_per_10k_tok_s"]
         same = r.get("same_length_answers")
@@ -301,7 +346,8 @@ def main() -> int:
         print(f"| {r['method']} | {r['concurrency']} | {r['draftbench_tok_s']:,.0f} ({r['draftbench_spread']:.1%}) | "
               f"{r['vllm_bench_tok_s']:,.0f} ({r['vllm_bench_spread']:.1%}) | {r['ratio']:.3f} | "
               f"{r.get('ratio_of_medians', r['ratio']):.3f} | {'-' if cpu is None else f'{cpu:.3f}'} | "
-              f"{same} | {r['rounds']} |")
+              f"{same} | {r['rounds']} | {_f(r.get('vllm_bench_cpu_per_10k_tok'))} | {_f(r.get('vllm_bench_cores'))} | "
+              f"{_f(r.get('draftbench_cores'))} |")
     return 0
 
 

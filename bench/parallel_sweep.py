@@ -12,12 +12,20 @@ usage:
   one GPU, 4 configurations:     python bench/parallel_sweep.py --target DIR --platform cuda --gpus 0 \
                                      --methods ngram:2,ngram:4,ngram:6 --num-prompts 64 --max-tokens 256 \
                                      --concurrency 1,16 --rounds 2 --out DIR
+  the same in parts, one sweep each (A-B-B-A: serial, slot, slot, serial), merged in DIR:
+                                 python bench/parallel_sweep.py ... --modes serial --tag A1 --out DIR
+                                 python bench/parallel_sweep.py ... --modes parallel --tag B1 --out DIR
+
+With both sides present it also prints a noise check (`noise_check`): per configuration the
+slot's median over the serial one against each side's spread of repeats, and the slot / serial
+ratios over all configurations (how many above and below 1), beside two serial sweeps' ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -70,11 +78,69 @@ def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> di
     db = store.open_db(db_path, readonly=True)
     try:
         rows = [{"method": r["method"], "n": r["n"], "concurrency": r["concurrency"], "status": r["status"],
-                 "output_tok_s": r["output_tok_s"], "mal": r["mal"], "gpus": r["gpus"], "error": r["error"]}
+                 "output_tok_s": r["output_tok_s"], "mal": r["mal"], "gpus": r["gpus"], "error": r["error"],
+                 "repeat": r.get("repeat"), "output_tokens": r.get("output_tokens"), "window_s": r.get("window_s")}
                 for r in store.runs(db)]
     finally:
         store.close(db)
-    return {"wall_s": wall, "completed": summary["completed"], "failed": summary["failed"], "runs": rows}
+    return {"wall_s": wall, "completed": summary["completed"], "failed": summary["failed"], "runs": rows,
+            "started": time.time() - wall}
+
+
+def _key(x: dict) -> tuple:
+    return x["method"], x["n"] or 0, x["concurrency"]
+
+
+def _values(sweeps: list[dict], key: tuple) -> list[float]:
+    return [x["output_tok_s"] for res in sweeps for x in res["runs"]
+            if _key(x) == key and x["output_tok_s"] is not None]
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else float("nan")
+
+
+def _sign_p(above: int, below: int) -> float:
+    """Two-sided sign test: how likely so uneven a split is if each side is as likely as the other."""
+    n, k = above + below, min(above, below)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else float("nan")
+
+
+def _ratios(summary: dict) -> dict:
+    r = [x for x in summary.values() if x == x]  # NaN (a configuration missing on one side) left out
+    above, below = sum(x > 1 for x in r), sum(x < 1 for x in r)
+    return {"median": statistics.median(r) if r else None, "min": min(r, default=None),
+            "max": max(r, default=None), "above_1": above, "below_1": below, "sign_test_p": _sign_p(above, below)}
+
+
+def noise_check(results: dict, keys: list[tuple]) -> dict:
+    """Is the one-slot sweep the serial sweep within the noise of repeats? Per configuration: the
+    ratio of the slot's median to the serial median (over every sweep and repeat of each side),
+    beside each side's own spread ((max - min) / median); it is within noise when |ratio - 1| is
+    no larger than the smaller of the two spreads. Across configurations: the ratios' median, range
+    and how many lie above and below 1 (with a two-sided sign-test p). Where a side has two sweeps
+    or more, the same for its last sweep against its first: how far two sweeps of one mode differ,
+    the yardstick for how far the two modes do."""
+    per, ratio = [], {}
+    for key in keys:
+        s, q = _values(results["serial"], key), _values(results["parallel"], key)
+        if not s or not q:
+            continue
+        ratio[key] = statistics.median(q) / statistics.median(s)
+        noise = min(_spread(s), _spread(q))
+        per.append({"method": key[0], "n": key[1], "concurrency": key[2], "serial_median": statistics.median(s),
+                    "slot_median": statistics.median(q), "ratio": ratio[key], "serial_spread": _spread(s),
+                    "slot_spread": _spread(q), "serial_values": len(s), "slot_values": len(q),
+                    "within_noise": abs(ratio[key] - 1) <= noise if noise == noise else None})
+    doc = {"configurations": per, "slot_over_serial": _ratios(ratio),
+           "within_noise": sum(1 for x in per if x["within_noise"]), "of": len(per)}
+    for mode in ("serial", "parallel"):
+        if len(results[mode]) > 1:
+            first, last = results[mode][0], results[mode][-1]
+            same = {k: statistics.median(_values([last], k)) / statistics.median(_values([first], k))
+                    for k in keys if _values([first], k) and _values([last], k)}
+            doc[f"{mode}_last_over_first"] = _ratios(same)
+    return doc
 
 
 def main() -> int:
@@ -95,6 +161,8 @@ def main() -> int:
     ap.add_argument("--eager", action="store_true",
                     help="enforce_eager on a GPU too: launches in seconds rather than minutes of compilation")
     ap.add_argument("--out", default=None, help="folder for parallel_sweep.json")
+    ap.add_argument("--tag", default=None,
+                    help="a label stored with each sweep of this invocation (e.g. A1, B1: the order of parts)")
     ap.add_argument("--modes", default="serial,parallel",
                     help="which sweeps to run; with --out, sweeps of the same plan already in its "
                          "parallel_sweep.json are kept, so a long comparison can run in parts")
@@ -135,6 +203,8 @@ def main() -> int:
                 p.name = f"{p.name}-{mode}-{i}"
                 chosen = [Slot(0, None)] if mode == "serial" else slots
                 r = sweep(p, vllm, chosen, Path(tmp), f"{mode}-{i}")
+                if args.tag:
+                    r["tag"] = args.tag
                 results[mode].append(r)
                 print(f"round {i + 1} {mode:8s}: {r['wall_s']:.1f} s wall, {r['completed']} completed, "
                       f"{r['failed']} failed", flush=True)
@@ -167,11 +237,26 @@ def main() -> int:
             return f"{m:9.1f} [{lo:.1f}-{hi:.1f}]"
         print(f"  {key[0]:10s} N={key[1]:<2d} c={key[2]:<4d} {tok('serial')} | {tok('parallel')}   "
               f"{pick('serial', 'mal')[0]:5.2f} | {pick('parallel', 'mal')[0]:5.2f}")
+    check = noise_check(results, keys)
+    print("\nwithin the noise of repeats? |slot / serial - 1| against the smaller within-mode spread "
+          "((max - min) / median):")
+    for x in check["configurations"]:
+        print(f"  {x['method']:10s} N={x['n']:<2d} c={x['concurrency']:<4d} ratio {x['ratio']:.3f}  spread serial "
+              f"{x['serial_spread']:.1%} slot {x['slot_spread']:.1%}  "
+              f"{ {True: 'within', False: 'OUTSIDE', None: '?'}[x['within_noise']] }")
+    for name, what in (("slot_over_serial", "slot / serial"), ("serial_last_over_first", "serial last / first"),
+                       ("parallel_last_over_first", "slot last / first")):
+        if check.get(name) and check[name]["median"] is not None:
+            x = check[name]
+            print(f"  {what:20s}: median {x['median']:.3f} [{x['min']:.3f}-{x['max']:.3f}], {x['above_1']} above 1, "
+                  f"{x['below_1']} below, sign test p = {x['sign_test_p']:.2f}")
+    print(f"  {check['within_noise']} of {check['of']} configurations within noise")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         doc = {"plan": text, "slots": [s.label for s in slots], "vllm": vllm.version, "build": vllm.build,
-               "serial_wall_s": serial, "parallel_wall_s": parallel, "efficiency": efficiency, "rounds": results}
+               "serial_wall_s": serial, "parallel_wall_s": parallel, "efficiency": efficiency, "check": check,
+               "rounds": results}
         (out / "parallel_sweep.json").write_text(json.dumps(doc, indent=1))
     return 0
 
