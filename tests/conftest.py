@@ -31,19 +31,67 @@ GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): the fast tier, `-m "not vllm"`, runs on every core; a run
-    that may include the vLLM tier stays in one process, since its real servers are shared per
-    session and two vLLM CPU servers at once on a small machine slow each other past any gain."""
-    if " ".join((config.option.markexpr or "").split()) == "not vllm":
+    """`-n auto` (pyproject's addopts): the fast tier, `-m "not vllm"`, runs on every core (up to
+    four); the vLLM tier, `-m vllm`, on two workers: a vLLM launch is three Python processes
+    importing vLLM one after the other, so a launch keeps about one core busy and two launches
+    overlap almost for free on two cores. A run of both tiers together stays in one process."""
+    markexpr = " ".join((config.option.markexpr or "").split())
+    if markexpr == "not vllm":
         return min(4, os.cpu_count() or 1)
+    if markexpr == "vllm":
+        return min(2, os.cpu_count() or 1)
     return 0
 
 
+# The vLLM tier's modules that share the three-server sweep of `sweep_db` run on one worker, so it
+# starts once; every other module is a group of its own, so its module fixtures start once too.
+SHARED_SWEEP = {"test_exports", "test_parallel_sweep", "test_runner"}
+# Seconds each group took on 2 cores (setup and calls, one process): the longest are handed out
+# first, so the two workers finish together. A module not listed counts 60 s.
+GROUP_SECONDS = {"sweep_db": 470, "test_adaptive": 400, "test_remote": 310, "test_faults": 280,
+                 "test_packaging": 190, "test_train": 170, "test_gui_sweep": 160, "test_security": 130,
+                 "test_launch_modes": 100, "test_vllm_server": 110, "test_measurement": 110, "test_train_page": 75,
+                 "test_memory": 60, "test_demo_model": 35}
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0].rpartition("/")[2].removesuffix(".py")
+
+
+def _group(module: str) -> str:
+    return "sweep_db" if module in SHARED_SWEEP else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The vLLM tier's workers get whole groups (above), longest first. Not xdist's `loadgroup`:
+    pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9 no longer
+    reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
+    if " ".join((config.option.markexpr or "").split()) != "vllm":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(_module(nodeid))
+
+    config.option.loadscopereorder = False  # keep the collection's order: longest first
+    return ServerGroups(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the mark plugin selects by `-m vllm`
 def pytest_collection_modifyitems(config, items):
     # item.fixturenames is the whole closure, so a fixture built on draft_server counts too.
     for item in items:
         if "real_vllm" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.vllm)
+    for item in items:
+        module = _module(item.nodeid)
+        if "sweep_db" in getattr(item, "fixturenames", ()) and module not in SHARED_SWEEP:
+            raise pytest.UsageError(f"{module} uses sweep_db: add it to SHARED_SWEEP in tests/conftest.py, "
+                                    "or its three servers start twice under two workers")
+    # Longest groups first; the order inside a module is kept, as sort is stable.
+    items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if it.get_closest_marker("vllm")
+               else 0)
 
 
 @pytest.fixture(autouse=True)
@@ -173,5 +221,6 @@ def sweep_db(demo_models, real_vllm, tmp_path_factory):
     p = plan.loads(PLAN.format(name="integration", methods=METHODS))
     summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events
+
 
 

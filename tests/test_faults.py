@@ -151,8 +151,7 @@ def fault_sweep(demo_models, real_vllm, tmp_path_factory):
             label = record["label"]
             if label.startswith("ngram N=2") and "c=2" in label and "killed" not in record:
                 record["before_kill"] = completed_rows(db_path)
-                server = next(c for c in psutil.Process().children()
-                              if f"--port {record['port']}" in " ".join(c.cmdline()))
+                server = next(c for c in psutil.Process().children() if f"--port {record['port']}" in _cmdline(c))
                 record["killed"] = server.pid
                 os.kill(server.pid, signal.SIGKILL)
             elif label.startswith("ngram N=3") and "c=1" in label and "locker" not in record:
@@ -173,6 +172,15 @@ def fault_sweep(demo_models, real_vllm, tmp_path_factory):
     if "locker" in record:
         record["locker"].wait(30)
     return db_path, summary, events, record
+
+
+def _cmdline(process: psutil.Process) -> str:
+    # Another test's finished child may still be an unreaped zombie here, whose command line
+    # cannot be read: it is not the server looked for.
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
 
 
 def _runs(db_path: Path) -> dict[str, dict]:
