@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench import remote
+from workbench import launch, remote
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
@@ -47,9 +47,8 @@ class Sshd:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Below the ephemeral range, as for a vLLM server: a client's connection cannot take it first.
+    return launch.free_port()
 
 
 def keygen(path: Path, kind: str = "ed25519") -> Path:

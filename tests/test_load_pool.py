@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from workbench import load
+from workbench import launch, load
 from workbench.host import process
 from workbench.load import pool
 from workbench.load.workloads import Prompt
@@ -24,9 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return launch.free_port()
 
 
 @pytest.fixture

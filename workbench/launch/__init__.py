@@ -64,7 +64,25 @@ class LaunchSpec:
         return self.url or f"http://{HOST}:{self.port}"
 
 
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
+    """A free port for a server, from below the ephemeral range. A port the kernel hands out for
+    bind(0) comes from the range it also takes the source ports of outgoing connections from, so
+    between this call and the server's own bind any client's connection on the host (a load
+    generator's, another sweep's) could take it, and the launch would fail as "already in use"."""
+    top = _ephemeral_low()
+    pick = secrets.SystemRandom()
+    for _ in range(100):
+        port = pick.randint(max(1024, top - 12000), top - 1)
+        if not port_in_use(port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
