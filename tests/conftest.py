@@ -30,13 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
 
 
+def _markexpr(config) -> str:
+    return " ".join((config.option.markexpr or "").split())
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject's addopts): the fast tier, `-m "not vllm"`, runs on every core (up to
     four). The vLLM tier stays in one process unless asked (`-m vllm -n 2`): on two workers it took
     22 min 50 s instead of 35 min 54 s on 2 cores, since a vLLM launch is three processes importing
     vLLM one after another, about one core, but with two tests' servers on two cores a test that
     times its own sampling (the fault sweep's) and a two-slot sweep's launch each failed once."""
-    if " ".join((config.option.markexpr or "").split()) == "not vllm":
+    if _markexpr(config) == "not vllm":
         return min(4, os.cpu_count() or 1)
     return 0
 
@@ -64,7 +68,7 @@ def pytest_xdist_make_scheduler(config, log):
     """The vLLM tier's workers get whole groups (above), longest first. Not xdist's `loadgroup`:
     pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9 no longer
     reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
-    if " ".join((config.option.markexpr or "").split()) != "vllm":
+    if _markexpr(config) != "vllm":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
@@ -219,6 +223,3 @@ def sweep_db(demo_models, real_vllm, tmp_path_factory):
     p = plan.loads(PLAN.format(name="integration", methods=METHODS))
     summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events
-
-
-

@@ -22,13 +22,9 @@ from workbench.load.workloads import Prompt
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    return launch.free_port()
-
-
 @pytest.fixture
 def standin():
-    port = _free_port()
+    port = launch.free_port()
     proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "sse_standin.py"), "--port", str(port),
                              "--workers", "1", "--step-ms", "1"], start_new_session=True)
     base = f"http://127.0.0.1:{port}"
