@@ -4,7 +4,9 @@ the choice and the server's bind)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 
 from workbench import launch
 
@@ -33,3 +35,32 @@ def test_with_every_low_port_taken_the_kernel_picks_one(monkeypatch):
     assert port >= launch._ephemeral_low()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((launch.HOST, port))
+
+
+def test_a_probe_copied_into_a_forked_child_leaves_the_port_free():
+    """Another thread's fork copies a probe that is bound at that moment into the child until its
+    exec (a parallel sweep starting its other slot's server). That copy is no server: the next
+    probe, and the server's own check before it starts, must still find the port free."""
+    port = launch.free_port()
+    probe = launch._probe(port)
+    child = os.fork()
+    if child == 0:  # the copy, held as long as a slow fork-to-exec would
+        time.sleep(3)
+        os._exit(0)
+    probe.close()
+    try:
+        assert not launch.port_in_use(port)
+    finally:
+        os.waitpid(child, 0)
+
+
+def test_a_listening_server_is_still_found():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's and http.server's
+        server.bind((launch.HOST, 0))
+        server.listen()
+        assert launch.port_in_use(server.getsockname()[1])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as anywhere:
+        anywhere.bind(("0.0.0.0", 0))
+        anywhere.listen()
+        assert launch.port_in_use(anywhere.getsockname()[1])

@@ -88,12 +88,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _probe(port: int) -> socket.socket:
+    """A socket bound to the port, as port_in_use tries it; OSError when the port is taken. It is
+    SO_REUSEADDR: a process forked by another thread while a probe is bound (a parallel sweep's
+    other slot starting its server) holds a copy of it until its exec, and without the flag the
+    next probe of that port, the server's own check included, would find it taken by that copy,
+    which is no server at all."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((HOST, port))
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
 def port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return True
+    """Whether something listens on the port, or holds it without SO_REUSEADDR."""
+    try:
+        _probe(port).close()
+    except OSError:
+        return True
     return False
 
 
