@@ -35,13 +35,18 @@ def _markexpr(config) -> str:
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): the fast tier, `-m "not vllm"`, runs on every core (up to
-    four). The vLLM tier stays in one process unless asked (`-m vllm -n 2`): on two workers it took
-    22 min 50 s instead of 35 min 54 s on 2 cores, since a vLLM launch is three processes importing
-    vLLM one after another, about one core, but with two tests' servers on two cores a test that
-    times its own sampling (the fault sweep's) and a two-slot sweep's launch each failed once."""
+    """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm"`, runs on two workers a core
+    (up to eight): many of its tests wait on a stand-in server, a child process or a timer, and a
+    second worker keeps the core busy meanwhile (on 2 cores: 153-168 s on four workers, 170 s on
+    three, 192-202 s on two). The vLLM tier, `-m vllm`, runs on two workers (one on a 1-core
+    machine): a vLLM CPU launch is three processes importing vLLM one after another, about one
+    core, so two launches overlap on two cores (25 min 10 s against 35 min 27 s in one process).
+    Anything else (`pytest` alone) stays in one process."""
+    cores = os.cpu_count() or 1
     if _markexpr(config) == "not vllm":
-        return min(4, os.cpu_count() or 1)
+        return min(8, 2 * cores)
+    if _markexpr(config) == "vllm":
+        return min(2, cores)
     return 0
 
 
