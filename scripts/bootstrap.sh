@@ -114,9 +114,9 @@ case "$what" in
     export QT_QPA_PLATFORM=offscreen
     draftbench demo-model
     [ $# -gt 0 ] && exec python -m pytest "$@"
-    # The whole suite in two passes: the fast tier, then the vLLM tier, whose real servers are
-    # shared per session; each on the workers tests/conftest.py picks (pytest-xdist). Both always
-    # run; the exit status is non-zero when either failed.
+    # The whole suite in two passes: the fast tier on two workers a core (pytest-xdist, see
+    # tests/conftest.py), then the vLLM tier in one process, whose real servers are shared per
+    # session. Both always run; the exit status is non-zero when either failed.
     rc=0
     python -m pytest -m "not vllm" || rc=$?
     python -m pytest -m vllm || rc=$?

@@ -20,7 +20,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -156,19 +155,12 @@ def fault_sweep(demo_models, real_vllm, tmp_path_factory):
                 record["killed"] = server.pid
                 os.kill(server.pid, signal.SIGKILL)
             elif label.startswith("ngram N=3") and "c=1" in label and "locker" not in record:
-                # Started without waiting here: this callback runs in the measurement's own loop,
-                # and a busy machine can take seconds to start a Python process. A sample's t is
-                # perf_counter() minus the run's start, so the lock's moment is put on that clock.
-                start = time.perf_counter() - event.t
                 locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db_path), "3"],
                                           stdout=subprocess.PIPE, text=True)
+                assert locker.stdout.readline().strip() == "locked"
                 record["locker"] = locker
+                record["locked_at"] = event.t
                 record["locked_run"] = event.run
-
-                def locked() -> None:
-                    if locker.stdout.readline().strip() == "locked":
-                        record["locked_at"] = time.perf_counter() - start
-                threading.Thread(target=locked, daemon=True).start()
 
     p = plan.loads(FAULT_PLAN)
     with pytest.MonkeyPatch.context() as mp:
@@ -247,13 +239,8 @@ def test_another_writer_holding_the_lock_delays_but_loses_nothing(fault_sweep):
         conn.close()
     assert run == ("completed", 4) and requests == 4
     # The measurement did not wait for the lock: its writes queue for the sweep's one database
-    # writer thread, which waited the 3 s instead, so the samples kept their cadence while the lock
-    # was held. Only the gaps that overlap those 3 s count: elsewhere a busy machine (another
-    # test's server starting beside this one) may stretch a gap, and that says nothing of the lock.
-    assert "locked_at" in record, "the other writer never took the lock"
-    held = (record["locked_at"], record["locked_at"] + 3.0)
-    gaps = [b - a for a, b in zip(times, times[1:]) if b > held[0] and a < held[1]]
-    assert gaps and max(gaps) < 2.5, (gaps, held, times)
+    # writer thread, which waited the 3 s instead, so the samples kept their cadence.
+    assert times and max((b - a for a, b in zip(times, times[1:])), default=0.0) < 2.5
     assert_intact(db_path, {})
 
 
