@@ -83,8 +83,7 @@ def free_port() -> int:
         port = pick.randint(max(1024, top - 12000), top - 1)
         if not port_in_use(port):
             return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
+    with _probe(0) as s:  # the kernel's pick, through the same probe (a forked copy of it is no server either)
         return s.getsockname()[1]
 
 
