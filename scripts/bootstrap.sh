@@ -115,8 +115,8 @@ case "$what" in
     draftbench demo-model
     [ $# -gt 0 ] && exec python -m pytest "$@"
     # The whole suite in two passes: the fast tier on two workers a core (pytest-xdist, see
-    # tests/conftest.py), then the vLLM tier in one process, whose real servers are shared per
-    # session. Both always run; the exit status is non-zero when either failed.
+    # tests/conftest.py), then the vLLM tier on two workers, each module's real servers shared by
+    # its tests. Both always run; the exit status is non-zero when either failed.
     rc=0
     python -m pytest -m "not vllm" || rc=$?
     python -m pytest -m vllm || rc=$?

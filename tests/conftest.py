@@ -38,13 +38,18 @@ def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm"`, runs on two workers a core
     (up to eight): many of its tests wait on a stand-in server, a child process or a timer, and a
     second worker keeps the core busy meanwhile (on 2 cores: 153-168 s on four workers, 170 s on
-    three, 192-202 s on two). The vLLM tier stays in one process unless asked (`-m vllm -n 2`): on
-    two workers it took 23-25 min instead of 35 on 2 cores, since a vLLM launch is three processes
-    importing vLLM one after another, about one core, but with two tests' servers on two cores the
-    vLLM server answered a /metrics scrape seconds late in the fault sweep, whose check of its
-    sampling cadence then failed (in three runs of five)."""
-    if _markexpr(config) == "not vllm":
-        return min(8, 2 * (os.cpu_count() or 1))
+    three, 192-202 s on two). The vLLM tier, `-m vllm`, runs on two workers: a vLLM CPU launch is
+    three processes importing vLLM one after another, about one core, so two tests' launches
+    overlap on two cores (23-25 min instead of 33-36 in one process). Its tests do not time the
+    servers: what they check holds however slowly a server answers on a loaded machine (the one
+    check of a sampling cadence runs against the stand-in, tests/test_faults.py). Anything else,
+    `pytest` alone included, runs in one process."""
+    markexpr = _markexpr(config)
+    cpus = os.cpu_count() or 1
+    if markexpr == "not vllm":
+        return min(8, 2 * cpus)
+    if markexpr == "vllm":
+        return 2 if cpus >= 2 else 0
     return 0
 
 
