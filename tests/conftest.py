@@ -53,15 +53,18 @@ def pytest_xdist_auto_num_workers(config):
     return 0
 
 
-# The vLLM tier's modules that share the three-server sweep of `sweep_db` run on one worker, so it
-# starts once; every other module is a group of its own, so its module fixtures start once too.
+# The vLLM tier's modules that share a session's real servers run on one worker, so those start
+# once: the three-server sweep of `sweep_db`, and the draft-model server of `draft_server` (a
+# session fixture starts once per worker that asks for it). Every other module is a group of its
+# own, so its module fixtures start once too.
 SHARED_SWEEP = {"test_exports", "test_parallel_sweep", "test_runner"}
-# Seconds each group took on 2 cores (setup and calls, one process): the longest are handed out
+SHARED_DRAFT = {"test_launch_modes", "test_measurement", "test_memory", "test_security", "test_train",
+                "test_train_page", "test_vllm_server"}
+SHARED = {"sweep_db": SHARED_SWEEP, "draft_server": SHARED_DRAFT}
+# Seconds each group took on 2 cores (setup and calls, two workers): the longest are handed out
 # first, so the two workers finish together. A module not listed counts 60 s.
-GROUP_SECONDS = {"sweep_db": 470, "test_adaptive": 400, "test_remote": 310, "test_faults": 280,
-                 "test_packaging": 190, "test_train": 170, "test_gui_sweep": 160, "test_security": 130,
-                 "test_launch_modes": 100, "test_vllm_server": 110, "test_measurement": 110, "test_train_page": 75,
-                 "test_memory": 60, "test_demo_model": 35}
+GROUP_SECONDS = {"draft_server": 510, "test_adaptive": 400, "sweep_db": 375, "test_faults": 270,
+                 "test_remote": 215, "test_gui_sweep": 185, "test_packaging": 145, "test_demo_model": 30}
 
 
 def _module(nodeid: str) -> str:
@@ -69,7 +72,7 @@ def _module(nodeid: str) -> str:
 
 
 def _group(module: str) -> str:
-    return "sweep_db" if module in SHARED_SWEEP else module
+    return next((fixture for fixture, modules in SHARED.items() if module in modules), module)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -96,9 +99,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.vllm)
     for item in items:
         module = _module(item.nodeid)
-        if "sweep_db" in getattr(item, "fixturenames", ()) and module not in SHARED_SWEEP:
-            raise pytest.UsageError(f"{module} uses sweep_db: add it to SHARED_SWEEP in tests/conftest.py, "
-                                    "or its three servers start twice under two workers")
+        for fixture, modules in SHARED.items():
+            if fixture in getattr(item, "fixturenames", ()) and module not in modules:
+                raise pytest.UsageError(f"{module} uses {fixture}: add it to its set in SHARED in tests/conftest.py, "
+                                        "or its servers start twice under two workers")
     # Longest groups first; the order inside a module is kept, as sort is stable.
     items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if it.get_closest_marker("vllm")
                else 0)
