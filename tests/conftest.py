@@ -63,7 +63,7 @@ SHARED_DRAFT = {"test_launch_modes", "test_measurement", "test_memory", "test_se
 SHARED = {"sweep_db": SHARED_SWEEP, "draft_server": SHARED_DRAFT}
 # Seconds each group took on 2 cores (setup and calls, two workers): the longest are handed out
 # first, so the two workers finish together. A module not listed counts 60 s.
-GROUP_SECONDS = {"draft_server": 510, "test_adaptive": 400, "sweep_db": 375, "test_faults": 270,
+GROUP_SECONDS = {"draft_server": 430, "test_adaptive": 400, "sweep_db": 395, "test_faults": 270,
                  "test_remote": 215, "test_gui_sweep": 185, "test_packaging": 145, "test_demo_model": 30}
 
 

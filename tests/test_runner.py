@@ -1,16 +1,20 @@
 """The runner end to end on real vLLM CPU servers: baseline, ngram and draft_model into SQLite,
-then resume after the runner is SIGKILLed mid-sweep; and `show` on a stored sweep."""
+then resume after the runner is SIGKILLed mid-sweep (with an HF token in its environment, which
+must land nowhere); and `show` on a stored sweep."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import psutil
 import pytest
 
-from conftest import PLAN
+from conftest import PLAN, ROOT
 from workbench import launch, store
 from workbench.analysis import compare
 
@@ -95,16 +99,43 @@ def _wait_for(path: Path, predicate, timeout: float) -> None:
     raise AssertionError(f"timed out; events so far:\n{path.read_text() if path.exists() else ''}")
 
 
-@pytest.mark.vllm
-def test_sigkilled_runner_resumes_only_the_missing_runs(demo_models, tmp_path):
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN.format(name="resume", methods="[[methods]]\nmethod = \"ngram\"\nn = 2\n"))
-    db_path = tmp_path / "results.sqlite"
-    events = tmp_path / "events.jsonl"
-    argv = [sys.executable, "-m", "app", "run", str(plan_file), "--db", str(db_path)]
-    with events.open("w") as out:
-        first = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+TOKEN = "hf_fakeDraftbenchSecurityProbe7Qx3Zr9Lm2Vb5Nc8"
+
+
+def _server_environ(runner_pid: int, timeout: float) -> dict:
+    """The environment of the vLLM server the runner started (read from /proc while it runs)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
         try:
+            children = psutil.Process(runner_pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        for child in children:
+            try:
+                if "serve" in child.cmdline():
+                    return child.environ()
+            except psutil.Error:
+                continue
+        time.sleep(0.5)
+    raise AssertionError("no vLLM server appeared under the runner")
+
+
+@pytest.fixture(scope="module")
+def resumed(demo_models, tmp_path_factory):
+    """One sweep (baseline, then ngram N=2) by the CLI, with an HF token in its environment:
+    SIGKILLed once the baseline is done and the second server is on its way, then run again to
+    the end. Its two launches serve both the resume test and the token test below."""
+    folder = tmp_path_factory.mktemp("resume")
+    plan_file = folder / "plan.toml"
+    plan_file.write_text(PLAN.format(name="resume", methods="[[methods]]\nmethod = \"ngram\"\nn = 2\n"))
+    db_path, events, log = folder / "results.sqlite", folder / "events.jsonl", folder / "runner.log"
+    env = {**os.environ, "HF_TOKEN": TOKEN, "HUGGING_FACE_HUB_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "app", "run", str(plan_file), "--db", str(db_path), "--log", str(log)]
+    with events.open("w") as out:
+        first = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=folder)
+        try:
+            # The token really is in the environment of the processes that write everything.
+            environ = _server_environ(first.pid, 400)
             # Kill it once the baseline is done and the second server is on its way.
             _wait_for(events, lambda t: t.count('"server_starting"') == 2, 400)
         finally:
@@ -113,14 +144,20 @@ def test_sigkilled_runner_resumes_only_the_missing_runs(demo_models, tmp_path):
     db = store.open_db(db_path, readonly=True)
     before = {r["method"]: r for r in store.runs(db)}
     db.conn.close()
-    assert before["baseline"]["status"] == "completed" and before["ngram"]["status"] != "completed"
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env, cwd=folder)
+    return SimpleNamespace(folder=folder, plan_file=plan_file, db_path=db_path, env=env, environ=environ,
+                           before=before, done=done)
 
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+
+@pytest.mark.vllm
+def test_sigkilled_runner_resumes_only_the_missing_runs(resumed):
+    before, done = resumed.before, resumed.done
+    assert before["baseline"]["status"] == "completed" and before["ngram"]["status"] != "completed"
     assert done.returncode == 0, done.stderr[-2000:]
     evs = [json.loads(line) for line in done.stdout.splitlines()]
     assert evs[0]["pending"] == 1
     assert [e["label"] for e in evs if e["event"] == "run_finished"] == ["ngram N=2 · builtin · c=2 · #1"]
-    db = store.open_db(db_path, readonly=True)
+    db = store.open_db(resumed.db_path, readonly=True)
     after = {r["method"]: r for r in store.runs(db)}
     assert after["ngram"]["status"] == "completed"
     assert after["baseline"] == before["baseline"]
@@ -131,3 +168,31 @@ def test_sigkilled_runner_resumes_only_the_missing_runs(demo_models, tmp_path):
     assert not launch.port_in_use(port)
     leftover = subprocess.run(["pgrep", "-f", "--", f"--port {port}"], capture_output=True)
     assert leftover.returncode == 1, leftover.stdout
+
+
+@pytest.mark.vllm
+def test_hf_token_is_written_nowhere(resumed):
+    """The HF token in the sweep's environment lands in nothing Draftbench writes: not the
+    database, the events, the runner's log, nor the exports and reports made from them, not even
+    through a runner killed mid-write."""
+    assert resumed.environ.get("HF_TOKEN") == TOKEN
+    assert resumed.done.returncode == 0, resumed.done.stderr[-2000:]
+    folder, db = resumed.folder, resumed.db_path
+    con = store.open_db(db, readonly=True)
+    assert [r["status"] for r in store.runs(con)] == ["completed", "completed"]
+    assert con.execute("SELECT count(*) FROM logs").fetchone()[0] > 20
+    con.conn.close()
+    assert TOKEN not in resumed.done.stdout + resumed.done.stderr
+    for command in (["export", "--out", str(folder / "export")], ["report", "--out", str(folder / "report.html")],
+                    ["export-bench", "1", "--out", str(folder / "bench.json")], ["show", "1", "--json"],
+                    ["runs", "--json"]):
+        done = subprocess.run([sys.executable, "-m", "app", *command, "--db", str(db)], env=resumed.env, cwd=folder,
+                              capture_output=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert TOKEN.encode() not in done.stdout + done.stderr, command
+    written = [p for p in folder.rglob("*") if p.is_file() and p != resumed.plan_file]
+    names = {p.name for p in written}
+    assert {"results.sqlite", "events.jsonl", "runner.log", "report.html", "bench.json",
+            "speedup_table.csv"} <= names, names
+    leaks = [p for p in written if TOKEN.encode() in p.read_bytes() or TOKEN[3:].encode() in p.read_bytes()]
+    assert leaks == []
