@@ -3,7 +3,8 @@
 Each server's job sends what it would write (a Recorder call) and what it would emit (an event)
 as messages; one writer thread applies them in the order they were sent, through its own
 connection, and emits each event only after the rows sent before it are committed (a reader that
-follows the events, the app or the remote agent, then always finds the rows an event names). A
+follows the events, the app or the remote agent, then always finds the rows an event names); once
+a write has failed, it emits nothing more. A
 job on a Ray worker sends the same messages, streamed back to the driver (workbench.sweep.cluster).
 """
 
@@ -90,6 +91,10 @@ class Writer:
                 message = self.queue.get()
                 if message == _END:
                     return
+                if self.error and message[0] == "ev":
+                    # After a failed write no event goes out: it could name rows that were not
+                    # stored (a run announced as finished whose completion hit a full disk).
+                    continue
                 try:
                     apply(record, self.emit, message)
                 except Exception as exc:  # noqa: BLE001 - the first failure ends the sweep, below
