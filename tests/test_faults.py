@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 from standin_hub import StandinHub
+from test_standin_vllm import ATTACH
 from workbench import launch, plan, store
 from workbench.sweep import runner
 
@@ -218,26 +219,8 @@ def test_vllm_sigkilled_mid_run_fails_that_run_with_its_log_and_the_sweep_goes_o
     assert record["before_kill"], "a completed run existed when the server was killed"
 
 
-LOCK_PLAN = """
-name = "locked"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-[profile]
-kind = "attach"
-base_url = "{url}"
-api_key_env = "STANDIN_KEY"
-[[methods]]
-method = "draft_model"
-draft = "{draft}"
-n = 3
-[workload]
-num_prompts = 6
-max_tokens = 32
-warmup = 1
-concurrency = [1]
-temperature = 0.0
-"""
+# The stand-in's attach plan, one request at a time (so the run outlasts the lock).
+LOCK_PLAN = ATTACH.replace("concurrency = [2]", "concurrency = [1]")
 LOCK_S = 3.0
 
 
