@@ -40,10 +40,10 @@ def pytest_xdist_auto_num_workers(config):
     second worker keeps the core busy meanwhile (on 2 cores: 153-168 s on four workers, 170 s on
     three, 192-202 s on two). The vLLM tier, `-m vllm`, runs on two workers: a vLLM CPU launch is
     three processes importing vLLM one after another, about one core, so two tests' launches
-    overlap on two cores (from a clean clone 14.5-16 min, against 33-36 in one process). Its tests do not time the
-    servers: what they check holds however slowly a server answers on a loaded machine (the one
-    check of a sampling cadence runs against the stand-in, tests/test_faults.py). Anything else,
-    `pytest` alone included, runs in one process."""
+    overlap on two cores (from a clean clone 14.5-16 min, against 33-36 in one process). Its tests
+    do not time the servers: what they check holds however slowly a server answers on a loaded
+    machine (the one check of a sampling cadence runs against the stand-in, tests/test_faults.py).
+    Anything else, `pytest` alone included, runs in one process."""
     markexpr = _markexpr(config)
     cpus = os.cpu_count() or 1
     if markexpr == "not vllm":

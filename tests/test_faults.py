@@ -228,14 +228,14 @@ def test_another_writer_holding_the_lock_delays_but_loses_nothing(demo_models, v
     """Another program takes the results database's write lock in the middle of a run and holds it
     3 s. The run's writes queue for the sweep's one writer thread, which waits out the lock; the
     measurement does not: its sampler keeps scraping the server while the lock is held, and the
-    run completes with every row. The server is the vLLM stand-in, replaying a recorded CPU run (at 3% of
-    its pace: about 1 s a request), so a scrape answers at once and the samples' times show the sampler alone."""
+    run completes with every row. The server is the vLLM stand-in, replaying a recorded CPU run (at
+    3% of its pace: about 1 s a request), so a scrape answers at once and the samples' times show
+    the sampler alone."""
     from standins.vllm_server import StandinVllm
     from workbench.checkpoints import demo
 
     db_path = tmp_path / "results.sqlite"
     record: dict = {}
-
     emitted: list[float] = []  # (emit time - sample's time in the window) of the samples before the lock
 
     def emit(event) -> None:

@@ -4,8 +4,8 @@ Each server's job sends what it would write (a Recorder call) and what it would 
 as messages; one writer thread applies them in the order they were sent, through its own
 connection, and emits each event only after the rows sent before it are committed (a reader that
 follows the events, the app or the remote agent, then always finds the rows an event names); once
-a write has failed, it emits nothing more. A
-job on a Ray worker sends the same messages, streamed back to the driver (workbench.sweep.cluster).
+a write has failed, it emits nothing more. A job on a Ray worker sends the same messages, streamed
+back to the driver (workbench.sweep.cluster).
 """
 
 from __future__ import annotations
