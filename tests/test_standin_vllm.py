@@ -4,6 +4,7 @@ runner measuring it through the attach profile: what the fast tier relies on ins
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from standins.vllm_server import StandinVllm, final_chunk, recording
+from standins.vllm_server import StandinVllm, counted_at, final_chunk, recording
 from workbench import launch, load, metrics, plan, store
 from workbench.analysis import compare
 from workbench.load import workloads
@@ -81,6 +82,32 @@ def test_streamed_answers_advance_the_counters_as_vllms_do(standin_server):
     assert w.generation_tokens == sum(r.output_tokens for r in results) and w.requests_finished == 6
     summed = [sum(sum(r.spec["acceptance_histogram"][i + 1:]) for r in results) for i in range(3)]
     assert list(w.accepted_per_position) == summed
+
+
+def test_a_request_is_in_metrics_once_its_last_token_has_reached_the_client():
+    """As in vLLM, where an engine step's stats are recorded before its outputs go out: a scrape
+    made on the chunk with the finish reason already counts the request, even while the rest of
+    the stream (usage, [DONE]) is still to come, held back here by 2 s."""
+    rec = recording("draft_model_n3")
+    (prompt, max_tokens), record = next(iter(rec.streams.items()))
+    at = counted_at(record)
+    assert '"finish_reason":"' in record["lines"][at][1].replace(" ", "") and at < len(record["lines"]) - 1
+    held = {**record, "lines": record["lines"][:at + 1] + [(t + 200.0, line) for t, line in record["lines"][at + 1:]]}
+    with StandinVllm("draft_model_n3") as server:
+        server.recording = dataclasses.replace(rec, streams={(prompt, max_tokens): held})
+        before = metrics.parse(httpx.get(server.base_url + "/metrics").text)
+        body = {"model": "smollm2", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+                "stream": True, "stream_options": {"include_usage": True}}
+        t0 = time.perf_counter()
+        with httpx.stream("POST", server.base_url + "/v1/chat/completions", json=body, timeout=30) as r:
+            for line in r.iter_lines():
+                if '"finish_reason":"' in line.replace(" ", ""):
+                    mid = metrics.parse(httpx.get(server.base_url + "/metrics").text)
+                    break
+        assert time.perf_counter() - t0 < 1.5  # the scrape came before the held-back lines
+    w = metrics.window(before, mid)
+    assert w.generation_tokens == final_chunk(record)["usage"]["completion_tokens"] > 0
+    assert w.requests_finished == 1 and w.drafts == _spec(final_chunk(record))["num_spec_steps"] > 0
 
 
 ATTACH = """

@@ -94,6 +94,17 @@ def finish_reason(record: dict) -> str | None:
     return None
 
 
+def counted_at(record: dict) -> int:
+    """The index of the line before which the request is in /metrics: its first line with a finish
+    reason. vLLM's output handler records an engine step's stats in the same pass that queues the
+    step's outputs, before the answer's coroutine can send them, so a scrape made once the client
+    has its last token already counts the whole request."""
+    for i, (_, line) in enumerate(record["lines"]):
+        if '"finish_reason":"' in line.replace(" ", ""):
+            return i
+    return len(record["lines"]) - 1
+
+
 class Counters:
     """The recorded /metrics page with the counters that requests advance."""
 
@@ -318,18 +329,22 @@ class _Handler(BaseHTTPRequestHandler):
         with s.counters.lock:
             s.running += 1
         t0 = time.perf_counter()
+        counted, at = False, counted_at(record)
         try:
-            for t, line in record["lines"]:
+            for i, (t, line) in enumerate(record["lines"]):
                 delay = t0 + t * s.pace - time.perf_counter()
                 if delay > 0:
                     time.sleep(delay)
+                if i == at:
+                    s.served(record)
+                    counted = True
                 data = (line + "\n\n").encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
-            s.served(record)
         except (BrokenPipeError, ConnectionResetError):
-            s.counters.add("vllm:request_success_total", 1, "abort")
+            if not counted:
+                s.counters.add("vllm:request_success_total", 1, "abort")
             self.close_connection = True
         finally:
             with s.counters.lock:
