@@ -1,7 +1,9 @@
 """The same plan swept serially and on GPU slots: wall time of each, and the efficiency of the
 parallel sweep, serial wall time / (parallel wall time x slots) (1.0: the slots cost nothing to
 share; 1 / slots: no gain at all). Also printed per configuration: output tok/s and MAL of both
-sweeps, so a slot's figures can be checked against the serial path's.
+sweeps, so a slot's figures can be checked against the serial path's, and per sweep where each
+server's time went (start-up, setup, runs, stop: `phases`), so a difference in wall time between
+the modes can be placed.
 
 Each sweep writes a fresh database; every server is started by the runner as in any sweep. With
 one GPU (`--gpus 0`) the "parallel" sweep is the scheduler with one slot, whose figures should
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench import plan, store  # noqa: E402
+from workbench import events, plan, store  # noqa: E402
 from workbench.host import engine  # noqa: E402
 from workbench.host.slots import Slot  # noqa: E402
 from workbench.sweep import runner, scheduler  # noqa: E402
@@ -70,10 +72,52 @@ def methods_toml(spec: str) -> str:
     return "\n".join(out)
 
 
+def phases(timed: list[tuple[float, object]], end: float) -> list[dict]:
+    """Where each server's time went, from the sweep's events as they arrived (seconds): `ready_s`
+    from the start to /health answering (the runner's own count), `setup_s` from then to its first
+    run (provenance, client processes), `runs_s` over its runs (warm-ups, windows, recording) and
+    `stop_s` from its last run to the next server on its slot (or the sweep's end): the stop; and
+    `span_s`, all of it. A phase that did not happen (no /health, no run) is left out."""
+    servers: list[dict] = []
+    open_: dict = {}   # slot -> the server in flight there
+    slot_of: dict = {}  # run id -> slot
+
+    def close(s: dict, t: float) -> None:
+        s["span_s"] = t - s["_start"]
+        if "_last" in s:
+            s["stop_s"] = t - s["_last"]
+
+    for t, e in timed:
+        if isinstance(e, events.ServerStarting):
+            if e.slot in open_:
+                close(open_[e.slot], t)
+            open_[e.slot] = s = {"slot": e.slot, "_start": t}
+            servers.append(s)
+        elif isinstance(e, events.ServerReady) and e.slot in open_:
+            s = open_[e.slot]
+            s["ready_s"], s["_ready"] = e.seconds, t
+        elif isinstance(e, events.RunStarted):
+            slot_of[e.run] = e.slot
+            s = open_.get(e.slot)
+            if s is not None and "_first" not in s:
+                s["_first"] = t
+                s["setup_s"] = t - s.get("_ready", t)
+        elif isinstance(e, (events.RunFinished, events.RunFailed)) and slot_of.get(e.run, "?") in open_:
+            s = open_[slot_of[e.run]]
+            s["_last"] = t
+            s["runs_s"] = t - s.get("_first", t)
+    for s in open_.values():
+        close(s, end)
+    return [{k: round(v, 2) if isinstance(v, float) else v for k, v in s.items() if not k.startswith("_")}
+            for s in servers]
+
+
 def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> dict:
     db_path = folder / f"{label}.sqlite"
+    timed: list[tuple[float, object]] = []
     t0 = time.perf_counter()
-    summary = runner.Runner(p, str(db_path), vllm, emit=lambda e: None, slots=slots).run()
+    summary = runner.Runner(p, str(db_path), vllm, emit=lambda e: timed.append((time.perf_counter(), e)),
+                            slots=slots).run()
     wall = time.perf_counter() - t0
     db = store.open_db(db_path, readonly=True)
     try:
@@ -84,7 +128,14 @@ def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> di
     finally:
         store.close(db)
     return {"wall_s": wall, "completed": summary["completed"], "failed": summary["failed"], "runs": rows,
-            "started": time.time() - wall}
+            "started": time.time() - wall, "servers": phases(timed, t0 + wall)}
+
+
+def phase_line(servers: list[dict]) -> str:
+    def med(name):
+        values = [s[name] for s in servers if s.get(name) is not None]
+        return f"{statistics.median(values):.1f}" if values else "-"
+    return f"start {med('ready_s')}, setup {med('setup_s')}, runs {med('runs_s')}, stop {med('stop_s')}"
 
 
 def _key(x: dict) -> tuple:
@@ -207,7 +258,7 @@ def main() -> int:
                     r["tag"] = args.tag
                 results[mode].append(r)
                 print(f"round {i + 1} {mode:8s}: {r['wall_s']:.1f} s wall, {r['completed']} completed, "
-                      f"{r['failed']} failed", flush=True)
+                      f"{r['failed']} failed; per server, median s: {phase_line(r['servers'])}", flush=True)
                 failed = [x for x in r["runs"] if x["status"] == "failed"]
                 if failed:
                     print(f"  first failure: {(failed[0]['error'] or '?').splitlines()[0][:300]}", flush=True)
