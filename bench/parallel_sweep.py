@@ -102,7 +102,7 @@ def phases(timed: list[tuple[float, object]], end: float) -> list[dict]:
             if s is not None and "_first" not in s:
                 s["_first"] = t
                 s["setup_s"] = t - s.get("_ready", t)
-        elif isinstance(e, (events.RunFinished, events.RunFailed)) and slot_of.get(e.run, "?") in open_:
+        elif isinstance(e, (events.RunFinished, events.RunFailed)) and e.run in slot_of:  # a run that started
             s = open_[slot_of[e.run]]
             s["_last"] = t
             s["runs_s"] = t - s.get("_first", t)

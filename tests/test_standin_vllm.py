@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from standins.vllm_server import StandinVllm, counted_at, final_chunk, recording
+from standins.vllm_server import StandinVllm, counted_at, final_chunk, finishes, recording
 from workbench import launch, load, metrics, plan, store
 from workbench.analysis import compare
 from workbench.load import workloads
@@ -91,7 +91,7 @@ def test_a_request_is_in_metrics_once_its_last_token_has_reached_the_client():
     rec = recording("draft_model_n3")
     (prompt, max_tokens), record = next(iter(rec.streams.items()))
     at = counted_at(record)
-    assert '"finish_reason":"' in record["lines"][at][1].replace(" ", "") and at < len(record["lines"]) - 1
+    assert finishes(record["lines"][at][1]) and at < len(record["lines"]) - 1
     held = {**record, "lines": record["lines"][:at + 1] + [(t + 200.0, line) for t, line in record["lines"][at + 1:]]}
     with StandinVllm("draft_model_n3") as server:
         server.recording = dataclasses.replace(rec, streams={(prompt, max_tokens): held})
@@ -101,7 +101,7 @@ def test_a_request_is_in_metrics_once_its_last_token_has_reached_the_client():
         t0 = time.perf_counter()
         with httpx.stream("POST", server.base_url + "/v1/chat/completions", json=body, timeout=30) as r:
             for line in r.iter_lines():
-                if '"finish_reason":"' in line.replace(" ", ""):
+                if finishes(line):
                     mid = metrics.parse(httpx.get(server.base_url + "/metrics").text)
                     break
         assert time.perf_counter() - t0 < 1.5  # the scrape came before the held-back lines

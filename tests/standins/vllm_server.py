@@ -85,9 +85,14 @@ def final_chunk(record: dict) -> dict:
     return {}
 
 
+def finishes(line: str) -> bool:
+    """An SSE line whose choice carries a finish reason (a string, not null)."""
+    return '"finish_reason":"' in line.replace(" ", "")
+
+
 def finish_reason(record: dict) -> str | None:
     for _, line in reversed(record["lines"]):
-        if '"finish_reason":"' in line.replace(" ", ""):
+        if finishes(line):
             for choice in json.loads(line[6:]).get("choices", []):
                 if choice.get("finish_reason"):
                     return choice["finish_reason"]
@@ -100,7 +105,7 @@ def counted_at(record: dict) -> int:
     step's outputs, before the answer's coroutine can send them, so a scrape made once the client
     has its last token already counts the whole request."""
     for i, (_, line) in enumerate(record["lines"]):
-        if '"finish_reason":"' in line.replace(" ", ""):
+        if finishes(line):
             return i
     return len(record["lines"]) - 1
 
