@@ -16,6 +16,14 @@ lines, one access line per request, and vLLM's periodic throughput and SpecDecod
 
 Run as a script it serves until killed, printing its log, like `vllm serve` (the run key from
 VLLM_API_KEY): `python tests/standins/vllm_server.py --port PORT [--recording baseline]`.
+
+A what-if server, as a GPU build of vLLM serves one: with `--speculative-config` holding
+`"rejection_sample_method": "synthetic"` and `"synthetic_acceptance_rates"`, every request's
+spec-decode figures (and so the counters) come from the imposed curve as vLLM's synthetic sampler
+draws them: at each step position i is accepted with probability p_i / p_(i-1) given that the
+positions before it were, the step yields the accepted tokens plus one, and steps go on until the
+request's output tokens are produced. With `--load-format dummy` and no speculative config (a
+what-if baseline) the answers carry no spec-decode figures and the counters do not move.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import gzip
 import hashlib
 import json
 import os
+import random
 import re
 import threading
 import time
@@ -126,6 +135,21 @@ class Counters:
                 self.values[i] = float(m["value"])
         self.lock = threading.Lock()
 
+    def ensure_positions(self, n: int) -> None:
+        """Per-position counters for positions 0..n-1 (vLLM has one per drafted position from the
+        start), added after the recorded ones at zero."""
+        last = max(i for (name, _), i in self.at.items() if name == PER_POS)
+        template = self.lines[last]
+        for pos in range(n):
+            if (PER_POS, str(pos)) not in self.at:
+                line = re.sub(r'position="\d+"', f'position="{pos}"', template).rsplit(" ", 1)[0] + " 0.0"
+                last += 1
+                self.lines.insert(last, line)
+                self.at = {k: (i + 1 if i >= last else i) for k, i in self.at.items()}
+                self.values = {(i + 1 if i >= last else i): v for i, v in self.values.items()}
+                self.at[(PER_POS, str(pos))] = last
+                self.values[last] = 0.0
+
     def add(self, name: str, amount: float, which: str = "") -> None:
         i = self.at.get((name, which))
         if i is not None:
@@ -160,13 +184,60 @@ class Counters:
         return "\n".join(out) + "\n"
 
 
+def imposed_figures(rates: list[float], output_tokens: int, rng: random.Random) -> dict:
+    """One request's spec-decode figures as vLLM's synthetic rejection sampler makes them."""
+    n = len(rates)
+    hist = [0] * (n + 1)
+    produced, steps = 1, 0  # the first token comes from the prefill, not from a speculative step
+    while produced < output_tokens:
+        k, before = 0, 1.0
+        while k < n and before > 0 and rng.random() < rates[k] / before:
+            before = rates[k]
+            k += 1
+        hist[k] += 1
+        steps += 1
+        produced += k + 1
+    accepted = sum(k * c for k, c in enumerate(hist))
+    return {"mean_acceptance_length": 1 + accepted / steps if steps else 0.0,
+            "draft_acceptance_rate": accepted / (steps * n) if steps else 0.0,
+            "acceptance_histogram": hist, "num_spec_steps": steps,
+            "num_accepted_draft_tokens": accepted, "num_draft_tokens": steps * n}
+
+
+def with_figures(record: dict, figures: dict | None) -> dict:
+    """The record with its final chunk's per-request spec-decode figures replaced (None: removed)."""
+    lines = list(record["lines"])
+    for i in range(len(lines) - 1, -1, -1):
+        t, line = lines[i]
+        if line.startswith("data: {") and '"usage":{' in line.replace(" ", ""):
+            chunk = json.loads(line[6:])
+            metrics = dict(chunk.get("metrics") or {})
+            metrics.pop("speculative_decoding", None)
+            if figures is not None:
+                metrics["speculative_decoding"] = figures
+            if metrics:
+                chunk["metrics"] = metrics
+            else:
+                chunk.pop("metrics", None)
+            lines[i] = (t, "data: " + json.dumps(chunk, separators=(",", ":")))
+            break
+    return {**record, "lines": lines}
+
+
 class StandinVllm:
     def __init__(self, recording_name: str = "draft_model_n3", api_key: str | None = None, pace: float = 0.01,
-                 port: int = 0, on_line: Callable[[str], None] | None = None, log_interval_s: float = 10.0):
+                 port: int = 0, on_line: Callable[[str], None] | None = None, log_interval_s: float = 10.0,
+                 imposed: list[float] | None = None, dummy: bool = False):
         self.recording = recording(recording_name)
+        # What-if: acceptance drawn from an imposed curve, or (a dummy-weight baseline) none at all.
+        self.imposed = list(imposed) if imposed else None
+        self.no_spec = dummy and not imposed
+        self._rng = random.Random(0)
         self.api_key = api_key
         self.pace = pace  # each chunk waits this fraction of its recorded delay
         self.counters = Counters(self.recording.meta["metrics_before"])
+        if self.imposed:
+            self.counters.ensure_positions(len(self.imposed))
         self.requests: list[dict] = []  # every chat request: its body, and whether its own recording answered
         self.running = 0
         self.log: list[str] = []
@@ -321,6 +392,11 @@ class _Handler(BaseHTTPRequestHandler):
                                "body": '{"error": "the stand-in replays streamed chat completions only"}'})
         prompt = body["messages"][-1]["content"]
         record, exact = s.recording.answer_for(prompt, body.get("max_tokens", 16))
+        if s.imposed or s.no_spec:
+            usage = final_chunk(record).get("usage") or {}
+            with s.counters.lock:
+                figures = imposed_figures(s.imposed, usage.get("completion_tokens", 0), s._rng) if s.imposed else None
+            record = with_figures(record, figures)
         s.requests.append({"body": body, "exact": exact})
         self._stream(record)
 
@@ -362,9 +438,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--recording", default="draft_model_n3")
     parser.add_argument("--pace", type=float, default=0.01)
+    parser.add_argument("--speculative-config")
+    parser.add_argument("--load-format")
     args, _ = parser.parse_known_args()
+    spec = json.loads(args.speculative_config) if args.speculative_config else {}
+    imposed = spec.get("synthetic_acceptance_rates") if spec.get("rejection_sample_method") == "synthetic" else None
     standin = StandinVllm(args.recording, os.environ.get("VLLM_API_KEY"), args.pace, args.port,
-                          on_line=lambda line: print(line, flush=True))
+                          on_line=lambda line: print(line, flush=True), imposed=imposed,
+                          dummy=args.load_format == "dummy")
     standin.start()
     try:
         threading.Event().wait()

@@ -25,12 +25,13 @@ def verdict(c: Config) -> str:
     return "faster, beyond noise" if c.speedup > 1 else "slower, beyond noise"
 
 
-def best_per_method(cs: list[Config]) -> dict[tuple, Config]:
+def best_per_method(cs: list[Config], what_if: bool = False) -> dict[tuple, Config]:
     """(target, workload, concurrency, method, draft) -> the configuration with the highest mean
-    output throughput (its N is the best N there)."""
+    output throughput (its N is the best N there). Measured configurations only, unless `what_if`
+    (then what-if ones only): a measured answer never rests on an imposed acceptance."""
     best: dict[tuple, Config] = {}
     for c in cs:
-        if c.method == "baseline" or c.speedup is None:
+        if c.method == "baseline" or c.speedup is None or c.what_if != what_if:
             continue
         key = (c.target, c.workload, c.concurrency, c.method, c.draft)
         if key not in best or c.tok_s.mean > best[key].tok_s.mean:
@@ -38,11 +39,11 @@ def best_per_method(cs: list[Config]) -> dict[tuple, Config]:
     return best
 
 
-def answer_rows(cs: list[Config]) -> list[dict]:
+def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
     """One row per target x workload x concurrency x method: its best configuration, fastest
     method first within each target x workload x concurrency. `fastest` marks the row that beats
     the baseline by the most; `run` is a run of that configuration (for its exact command)."""
-    best = best_per_method(cs)
+    best = best_per_method(cs, what_if)
     groups: dict[tuple, list[Config]] = {}
     for (target, workload, concurrency, _, _), c in best.items():
         groups.setdefault((target, workload, concurrency), []).append(c)

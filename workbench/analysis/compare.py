@@ -59,14 +59,26 @@ def per_position_summary(per_position: list[float]) -> tuple[float, float]:
     return 1.0 + total, total / len(per_position)
 
 
+def is_what_if(row: dict) -> bool:
+    """Served with dummy weights and imposed acceptance (workbench.plan.acceptance)."""
+    return bool(row.get("what_if"))
+
+
+def imposed(row: dict) -> dict | None:
+    """A what-if run's imposed curve: rates, source, mal (None for a measured run or a baseline)."""
+    text = row.get("imposed")
+    return json.loads(text) if text else None
+
+
 def config_key(row: dict) -> tuple:
     return (row["target"], row["method"], row.get("draft"), row.get("n"), row["workload"], row["concurrency"],
             row.get("request_rate"), row.get("max_tokens"), row.get("temperature"), row.get("top_p"),
-            row.get("num_prompts"), row["experiment_id"])
+            row.get("num_prompts"), row["experiment_id"], is_what_if(row), row.get("imposed"))
 
 
 def baseline_key(row: dict) -> tuple:
-    return tuple(row.get(k) for k in MATCH)
+    # A what-if run is compared with the what-if baseline (dummy weights too), never a measured one.
+    return tuple(row.get(k) for k in MATCH) + (is_what_if(row),)
 
 
 @dataclass
@@ -90,7 +102,16 @@ class Config:
 
     @property
     def label(self) -> str:
-        return self.method if self.n is None else f"{self.method} N={self.n}"
+        base = self.method if self.n is None else f"{self.method} N={self.n}"
+        return f"{base} (what-if)" if self.what_if else base
+
+    @property
+    def what_if(self) -> bool:
+        return is_what_if(self.rows[0])
+
+    @property
+    def imposed(self) -> dict | None:
+        return imposed(self.rows[0])
 
     @property
     def per_position(self) -> list[float] | None:
@@ -167,12 +188,13 @@ def _fmt(v, spec):
     return None if v is None else float(format(v, spec))
 
 
-def speedup_table(cs: list[Config]) -> list[dict]:
+def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
     """Per target x method x workload x concurrency: the best N by mean throughput, shaped like
-    the reference study's table."""
+    the reference study's table. Measured runs only, unless `what_if` (then what-if runs only:
+    an imposed acceptance is never mixed into a measured table)."""
     best: dict[tuple, Config] = {}
     for c in cs:
-        if c.method == "baseline":
+        if c.method == "baseline" or c.what_if != what_if:
             continue
         key = (c.target, c.method, c.draft, c.workload, c.concurrency)
         if key not in best or (c.tok_s.mean or 0) > (best[key].tok_s.mean or 0):
@@ -186,7 +208,8 @@ def speedup_table(cs: list[Config]) -> list[dict]:
             "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
             "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
             "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
-            "repeats": c.tok_s.n,
+            "repeats": c.tok_s.n, "what_if": c.what_if,
+            "imposed_source": (c.imposed or {}).get("source"),
         })
     return table
 

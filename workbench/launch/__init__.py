@@ -118,6 +118,10 @@ def _serve_args(server: Server, vllm: VllmInstall, port: int, host: str) -> list
             "--dtype", server.dtype]
     if server.enforce_eager:
         args.append("--enforce-eager")
+    if server.what_if:
+        # Random weights from config.json alone; the draft inherits the target's load config
+        # (vLLM's SpeculativeConfig.draft_load_config), so neither needs its weight files.
+        args += ["--load-format", "dummy"]
     args += server.profile.serve_args()
     args += methods.speculative_args(server.speculative_config())
     if server.per_request_metrics and vllm.supports("per-request-spec-decode-metrics"):

@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from workbench import methods
-from workbench.checkpoints import demo
-from workbench.plan import profiles
 from workbench.load import workloads
+from workbench.plan import acceptance, profiles
+from workbench.plan.fields import (  # noqa: F401  (re-exported: the plan's public names)
+    DEMO_PREFIX, REPO_ID, PlanError, _list, _number, _vocab_size, check_pair, resolve_model)
 from workbench.plan.profiles import Profile
 
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-DEMO_PREFIX = "demo:"
-MODES = ("exhaustive", "adaptive")
-
-
-class PlanError(ValueError):
-    """A one-line reason a plan cannot be run."""
+MODES = ("exhaustive", "adaptive", "what-if")
+# Drafters whose proposals come from the generated text itself: with dummy weights that text is
+# noise, so what they would accept cannot be imposed meaningfully.
+TEXT_DRAFTERS = ("ngram", "suffix")
 
 
 @dataclass(frozen=True)
@@ -43,6 +40,12 @@ class Server:
     # own, so launch-to-launch drift (placement, clocks, compilation) enters the interval of
     # the repeats. 0 when every repeat shares one server.
     launch: int = 0
+    # A what-if server (`[sweep] mode = "what-if"`): served with dummy weights from the
+    # checkpoints' configs, a speculative one told to accept `imposed` (per-position unconditional
+    # rates) through vLLM's synthetic rejection sampler; `imposed_source` says where that came from.
+    what_if: bool = False
+    imposed: tuple[float, ...] | None = None
+    imposed_source: str | None = None
 
     @property
     def key(self) -> str:
@@ -50,10 +53,20 @@ class Server:
         del fields["profile"]
         if not self.launch:
             del fields["launch"]  # keeps the keys of plans written before the option existed
+        if not self.what_if:
+            for name in ("what_if", "imposed", "imposed_source"):
+                del fields[name]  # likewise
         if not self.profile.is_default:
             # Keys of plans written before profiles existed stay the same (their runs resume).
             fields["profile"] = self.profile.key_fields()
         return _hash(fields)
+
+    def imposed_json(self) -> str | None:
+        """The imposed curve as stored with each run: rates, where they came from, the MAL they imply."""
+        if self.imposed is None:
+            return None
+        return json.dumps({"rates": list(self.imposed), "source": self.imposed_source,
+                           "mal": round(acceptance.mal_of(self.imposed), 4)})
 
     def speculative_config(self) -> dict | None:
         options = dict(self.options)
@@ -62,7 +75,11 @@ class Server:
         if tp > 1 and m.draft != "none" and "draft_tensor_parallel_size" not in options:
             # Said outright rather than left to vLLM's default, so the stored command shows it.
             options["draft_tensor_parallel_size"] = self.profile.draft_tensor_parallel_size or tp
-        return methods.speculative_config(self.method, self.n, self.draft, options)
+        config = methods.speculative_config(self.method, self.n, self.draft, options)
+        if config is not None and self.imposed is not None:
+            config["rejection_sample_method"] = "synthetic"
+            config["synthetic_acceptance_rates"] = list(self.imposed)
+        return config
 
 
 @dataclass(frozen=True)
@@ -86,12 +103,16 @@ class Run:
             del fields["ignore_eos"]  # keeps the keys of plans written before the option existed
         if not self.server.launch:
             del fields["server"]["launch"]  # likewise
+        if not self.server.what_if:
+            for name in ("what_if", "imposed", "imposed_source"):
+                del fields["server"][name]  # likewise
         return _hash(fields)
 
     @property
     def label(self) -> str:
         n = "" if self.server.n is None else f" N={self.server.n}"
-        return f"{self.server.method}{n} · {self.workload} · c={self.concurrency} · #{self.repeat}"
+        what_if = " (what-if)" if self.server.what_if else ""
+        return f"{self.server.method}{n}{what_if} · {self.workload} · c={self.concurrency} · #{self.repeat}"
 
 
 @dataclass
@@ -102,7 +123,9 @@ class Plan:
     runs: list[Run] = field(default_factory=list)
     health_timeout_s: float = 600.0
     skipped: list[str] = field(default_factory=list)
-    mode: str = "exhaustive"  # or "adaptive": N chosen by prediction (workbench.sweep.adaptive)
+    # or "adaptive": N chosen by prediction (workbench.sweep.adaptive); or "what-if": every server
+    # with dummy weights and imposed acceptance (workbench.plan.acceptance), run as exhaustive.
+    mode: str = "exhaustive"
     identity: str | None = None  # a part of a plan keeps the whole plan's experiment
     order: dict[str, int] | None = None  # and the whole plan's run order
     # Servers at once: a number, or "auto" (as many as the GPU slots allow); None: not said (one,
@@ -147,76 +170,6 @@ def parse_parallel(value, what: str = "parallel") -> int | str:
 
 def _hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def resolve_model(ref: str, what: str, base: Path) -> str:
-    """A local folder (absolute, relative to the plan, or demo:NAME) or a Hub repo id."""
-    if not isinstance(ref, str) or not ref.strip():
-        raise PlanError(f"{what} must be a model folder or a Hugging Face repo id")
-    ref = ref.strip()
-    if ref.startswith(DEMO_PREFIX):
-        name = ref[len(DEMO_PREFIX):]
-        model = next((m for m in demo.ALL if m.name == name), None)
-        if model is None:
-            raise PlanError(f"{what}: unknown demo model {name!r}; known: {', '.join(m.name for m in demo.ALL)}")
-        return str(demo.folder(model))
-    path = Path(ref).expanduser()
-    if not path.is_absolute():
-        path = base / path
-    if path.exists():
-        if not (path / "config.json").is_file():
-            raise PlanError(f"{what} {ref!r} is a path but holds no config.json (not a model folder)")
-        return str(path.resolve())
-    if ref.startswith(("/", ".", "~")) or not REPO_ID.match(ref):
-        raise PlanError(f"{what} {ref!r} does not exist (neither a folder nor an owner/name repo id)")
-    return ref
-
-
-def _vocab_size(folder: str) -> int | None:
-    """A local checkpoint's vocabulary size from its config.json (None for a Hub id or no entry)."""
-    config = Path(folder) / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        doc = json.loads(config.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        raise PlanError(f"{config} is not readable JSON") from None
-    if not isinstance(doc, dict):
-        raise PlanError(f"{config} is not a model config (not a JSON object)")
-    size = doc.get("vocab_size", (doc.get("text_config") or {}).get("vocab_size"))
-    return size if isinstance(size, int) else None
-
-
-def check_pair(method: str, target: str, draft: str | None, where: str) -> None:
-    """A draft model proposes token ids the target must score: their vocabularies must agree
-    (vLLM only finds out after loading both, minutes later on a big target)."""
-    if method != "draft_model" or draft is None:
-        return
-    t, d = _vocab_size(target), _vocab_size(draft)
-    if t is not None and d is not None and t != d:
-        raise PlanError(f"{where}: the draft's vocabulary ({d} tokens) differs from the target's ({t}); "
-                        "draft_model needs a draft with the target's tokenizer")
-
-
-def _list(value, what: str, kind=int) -> list:
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise PlanError(f"{what} is empty")
-    for v in values:
-        if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
-            raise PlanError(f"{what} must hold whole numbers, not {v!r}")
-        if kind is str and not isinstance(v, str):
-            raise PlanError(f"{what} must hold strings, not {v!r}")
-    return values
-
-
-def _number(table: dict, key: str, default, lo: float, hi: float, what: str, integer: bool = False):
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-        raise PlanError(f"{what}.{key} must be a {'whole ' if integer else ''}number, not {value!r}")
-    if not lo <= value <= hi:
-        raise PlanError(f"{what}.{key} must be between {lo:g} and {hi:g}, not {value}")
-    return value
 
 
 def load(path: str | Path, available_modules: set[str] | None = None) -> Plan:
@@ -286,6 +239,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError("sweep.relaunch must be true or false")
     if relaunch and profile.kind == "attach":
         raise PlanError("sweep.relaunch needs servers Draftbench starts: an attached server cannot be relaunched")
+    what_if = mode == "what-if"
+    if what_if and profile.kind == "attach":
+        raise PlanError("a what-if sweep needs servers Draftbench starts (dummy weights, imposed acceptance): "
+                        "an attached server serves what it was started with")
     if relaunch and mode == "adaptive":
         raise PlanError("sweep.relaunch works with exhaustive sweeps only (an adaptive sweep counts one launch per N)")
     try:
@@ -328,11 +285,12 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     method_list = doc.get("methods", [])
     if not isinstance(method_list, list) or not all(isinstance(m, dict) for m in method_list):
         raise PlanError("methods must be an array of tables: [[methods]]")
-    entries: list[tuple[str, int | None, str | None, dict]] = [("baseline", None, None, {})]
+    entries: list[tuple[str, int | None, str | None, dict, acceptance.Curve | None]] = [
+        ("baseline", None, None, {}, None)]
     skipped: list[str] = []
     for i, m in enumerate(method_list, 1):
         where = f"methods #{i}"
-        unknown = set(m) - {"method", "n", "draft", "options", "optional"}
+        unknown = set(m) - {"method", "n", "draft", "options", "optional", "acceptance"}
         if unknown:
             raise PlanError(f"{where}: unknown key {sorted(unknown)[0]!r}")
         if "method" not in m:
@@ -358,6 +316,20 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         options = m.get("options", {})
         if not isinstance(options, dict):
             raise PlanError(f"{where}.options must be a table")
+        curve = None
+        if what_if:
+            if spec.name in TEXT_DRAFTERS:
+                raise PlanError(f"{where}: {spec.name} drafts from the generated text, which dummy weights make "
+                                "noise: it is not a what-if method (measure it with real weights)")
+            if "acceptance" not in m:
+                raise PlanError(f"{where}: a what-if method needs `acceptance` (a list of per-position rates, "
+                                "{p1, decay}, {mal}, {published} or {rates, source})")
+            try:
+                curve = acceptance.parse(m["acceptance"], max(ns), f"{where}.acceptance")
+            except acceptance.AcceptanceError as exc:
+                raise PlanError(str(exc)) from None
+        elif "acceptance" in m:
+            raise PlanError(f'{where}: acceptance is imposed only in a what-if sweep ([sweep] mode = "what-if")')
         for n in ns:
             try:
                 methods.speculative_config(spec.name, n, draft, options)
@@ -367,7 +339,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
             if dtp is not None and dtp not in (1, profile.tensor_parallel_size):
                 raise PlanError(f"{where}: draft_tensor_parallel_size must be 1 or the target's "
                                 f"tensor_parallel_size ({profile.tensor_parallel_size}), not {dtp}")
-            entries.append((spec.name, n, draft, options))
+            entries.append((spec.name, n, draft, options, curve))
 
     if profile.kind == "attach":
         # An attached server runs one fixed configuration: the plan only says what it is.
@@ -376,10 +348,11 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                             "(the one it was started with)")
         entries = entries[-1:]
     runs: list[Run] = []
-    for method, n, draft, options in entries:
+    for method, n, draft, options, curve in entries:
         server = Server(target, served_name, method, n, draft, tuple(sorted(options.items())),
                         max_model_len, dtype, extra_args, env, enforce_eager,
-                        per_request and method != "baseline", profile)
+                        per_request and method != "baseline", profile, what_if=what_if,
+                        imposed=curve.for_n(n) if curve else None, imposed_source=curve.source if curve else None)
         for workload in names:
             for c in concurrency:
                 for rep in range(1, repeats + 1):

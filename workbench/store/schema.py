@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -151,7 +151,16 @@ def _v9(db: sqlite_utils.Database) -> None:
         db["runs"].add_column("gpus", str)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9}
+def _v10(db: sqlite_utils.Database) -> None:
+    # What-if runs: served with dummy weights, acceptance imposed through vLLM's synthetic
+    # rejection sampler. `imposed` is the curve and where it came from (JSON: rates, source, mal);
+    # a what-if baseline has what_if = 1 and no curve. Measured runs: 0 and NULL.
+    for column, kind in (("what_if", int), ("imposed", str)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

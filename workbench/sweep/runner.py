@@ -111,6 +111,7 @@ class Runner:
             "env": json.dumps(spec.env), "vllm_version": self.vllm.version,
             "torch_version": self.vllm.torch, "host": json.dumps(host),
             "profile": json.dumps(s.profile.to_table()),
+            "what_if": int(s.what_if), "imposed": s.imposed_json(),
         }
 
     # --- the sweep -----------------------------------------------------------------------------

@@ -12,6 +12,12 @@ from workbench.host.engine import VllmInstall
 from workbench.plan import Plan, knownbad, sanity
 
 ERROR, WARNING = compat.ERROR, compat.WARNING
+# vLLM's CPU build accepts a synthetic rejection sampler in the config, then its engine dies at the
+# first request ("Synthetic acceptance not supported with CPU sampling"): minutes lost, so it is
+# refused here. GPU builds (CUDA, ROCm) impose it.
+WHAT_IF_ON_CPU = ("a what-if sweep needs a vLLM that can impose acceptance; the CPU build {version} cannot "
+                  "(its engine stops at the first request: 'Synthetic acceptance not supported with CPU "
+                  "sampling'): run it where a CUDA or ROCm build of vLLM serves")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,9 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
     ROCm problems of its servers on this host (`host_platform`, detected when not given), then
     each server's compatibility, then memory. Reads config.json and safetensors headers only.
     Memory is not estimated once a pair is incompatible: that pair will not start anyway."""
+    local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
+    if p.mode == "what-if" and local_cpu:
+        return [Finding(ERROR, "", WHAT_IF_ON_CPU.format(version=vllm.version))]
     out = [Finding(WARNING, "", w) for w in sanity.for_plan(p, db)]
     shown: set[str] = set()  # one warning repeated for every N is said once
     platform = host_platform if host_platform is not None else gpus.detect()[0]

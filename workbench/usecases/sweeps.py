@@ -41,6 +41,8 @@ def load_plan(path: str, vllm_python: str | None = None, adaptive: bool = False,
             p = plan.load(path, available_modules=engine.optional_modules(vllm))
     except plan.PlanError as exc:
         raise RunError(str(exc)) from None
+    if adaptive and p.mode == "what-if":
+        raise RunError("--adaptive predicts N from measured runs; a what-if sweep runs its whole grid")
     if adaptive:
         p.mode = "adaptive"
     return Loaded(p, vllm, local)
