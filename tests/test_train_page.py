@@ -1,6 +1,7 @@
 """The Train page driven offscreen: a tiny real training run (the target's responses from a real vLLM
 CPU server, speculators' prepare-data and training, the real target's hidden states) cancelled
-during the training step, resumed from the page, then evaluated in one click."""
+during the training step before and after its first checkpoint, resumed from the page each time,
+then evaluated in one click."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 import psutil
 from PySide6.QtCore import Qt
 
-from workbench import plan
+from workbench import events, plan
 from workbench.plan import catalog
+from workbench.train.speculators_cpu import HOLD_VAR
 
 KEY_VAR = "DRAFTBENCH_TEST_TRAIN_KEY"
 
@@ -46,7 +48,28 @@ def _children_in(folder: Path) -> list[psutil.Process]:
     return found
 
 
-def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draft_server, monkeypatch):
+def _epoch_checkpoints(out: Path) -> list[str]:
+    """The epoch checkpoints a resumed training starts from (speculators skips `interrupted`)."""
+    return sorted(p.name for p in (out / "checkpoints").glob("*") if p.name.isdigit())
+
+
+def _cancel_when(qtbot, page, ready) -> list:
+    """Start (or Resume), cancel once `ready()` holds, and return the page's outcome. The trainer
+    holds at the point the test chose (HOLD_VAR), so the cancel lands there, not in a race."""
+    with qtbot.waitSignal(page.finished, timeout=600_000) as ended:
+        qtbot.mouseClick(page.start_button, Qt.LeftButton)
+        assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
+        qtbot.waitUntil(ready, timeout=600_000)
+        assert page.steps.items["train"].text(1) == "running"
+        qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
+    return ended.args
+
+
+def test_train_page_cancel_before_and_after_a_checkpoint_resume_and_evaluate(qtbot, tmp_path, draft_server,
+                                                                            monkeypatch):
+    """One training run cancelled twice from the page: in epoch 1 before any checkpoint exists
+    (the resume trains from scratch), then in epoch 2 after epoch 1's checkpoint is written (the
+    resume loads that checkpoint and trains epoch 2 only), then finished and evaluated."""
     from app.main import MainWindow
 
     monkeypatch.setenv("DRAFTBENCH_CONFIG_DIR", str(tmp_path / "config"))
@@ -60,15 +83,13 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
     _fill(page, out, draft_server.spec.base_url)
     assert page.start_button.text() == "Start" and not page.evaluate_button.isEnabled()
 
-    # Cancel as soon as the first training step has been reported.
-    with qtbot.waitSignal(page.finished, timeout=600_000) as ended:
-        qtbot.mouseClick(page.start_button, Qt.LeftButton)
-        assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
-        curve = page.charts.train_curve
-        qtbot.waitUntil(lambda: len(curve.xData if curve.xData is not None else []) > 0, timeout=600_000)
-        assert page.steps.items["train"].text(1) == "running"
-        qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    assert ended.args == ["cancelled"], (ended.args, page.status.text(), warnings)
+    def detail() -> str:
+        return page.steps.items["train"].text(2)
+
+    # Cancel before any checkpoint: the trainer holds after reporting its first step of epoch 1.
+    monkeypatch.setenv(HOLD_VAR, "0")
+    outcome = _cancel_when(qtbot, page, lambda: detail().startswith("epoch 1 of 2, step"))
+    assert outcome == ["cancelled"], (outcome, page.status.text(), warnings)
     assert not warnings
     done = json.loads((out / "manifest.json").read_text())["done"]
     assert set(done) == {"prompts", "responses", "prepare", "hidden_states"}
@@ -77,11 +98,30 @@ def test_train_page_cancel_in_training_resume_and_evaluate(qtbot, tmp_path, draf
     assert page.steps.items["train"].text(1) == "cancelled"
     assert page.start_button.text() == "Resume" and "resume" in page.status.text().lower()
     assert not _children_in(out), "the training subprocess outlived the cancel"
+    assert _epoch_checkpoints(out) == []
 
-    # Resume from the page: the finished steps are skipped, training runs to the end.
+    # Resume, cancel after epoch 1's checkpoint: the trainer holds after its first step of epoch 2,
+    # which speculators runs only once that checkpoint is saved.
+    monkeypatch.setenv(HOLD_VAR, "1")
+    ckpt = out / "checkpoints" / "0"
+    outcome = _cancel_when(qtbot, page, lambda: (ckpt / "model.safetensors").exists()
+                           and detail().startswith("epoch 2 of 2, step"))
+    assert outcome == ["cancelled"], (outcome, page.status.text(), warnings)
+    assert not warnings
+    assert "train" not in json.loads((out / "manifest.json").read_text())["done"]
+    assert page.steps.items["train"].text(1) == "cancelled" and page.start_button.text() == "Resume"
+    assert not _children_in(out), "the training subprocess outlived the cancel"
+    assert _epoch_checkpoints(out) == ["0"]
+    assert all((ckpt / f).exists() for f in ("model.safetensors", "optimizer_state_dict.pt"))
+
+    # Resume from the page: the finished steps are skipped, training continues from epoch 1's
+    # checkpoint (on CPU too) and runs epoch 2 only.
+    monkeypatch.delenv(HOLD_VAR)
     with qtbot.waitSignal(page.finished, timeout=600_000) as ended:
         qtbot.mouseClick(page.start_button, Qt.LeftButton)
     assert ended.args == ["done"], (page.status.text(), warnings)
+    last = max(out.glob("events-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    assert {e["epoch"] for e in events.read_objects(last) if e.get("event") == "train_step"} == {1}
     for step in ("prompts", "responses", "prepare", "hidden_states"):
         assert page.steps.items[step].text(1) == "done earlier"
     assert all(page.steps.items[s].text(1) == "done" for s in ("train", "checkpoint", "register"))
