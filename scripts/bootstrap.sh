@@ -116,10 +116,11 @@ case "$what" in
     [ $# -gt 0 ] && exec python -m pytest "$@"
     # The whole suite in two passes: the fast tier on two workers a core (pytest-xdist, see
     # tests/conftest.py), then the vLLM tier on two workers, each module's real servers shared by
-    # its tests. Both always run; the exit status is non-zero when either failed.
+    # its tests. Both always run; the exit status is non-zero when either failed. Each tier's log
+    # ends with its ten slowest tests (setup, call and teardown timed apart).
     rc=0
-    python -m pytest -m "not vllm" || rc=$?
-    python -m pytest -m vllm || rc=$?
+    python -m pytest -m "not vllm" --durations=10 || rc=$?
+    python -m pytest -m vllm --durations=10 || rc=$?
     exit $rc
     ;;
   *) say "usage: bash scripts/bootstrap.sh [run|test|setup]"; exit 2 ;;
