@@ -207,3 +207,66 @@ def test_cli_lists_and_deletes_the_cache(stand_in):
     missing = _cli("models", "--delete", "acme/tiny-draft")
     _, err = missing.communicate(timeout=60)
     assert missing.returncode == 2 and "is not in the Hugging Face cache" in err
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
+CONFIG_FILES = {
+    "config.json": b'{"model_type": "qwen3", "vocab_size": 151936}',
+    "generation_config.json": b'{"eos_token_id": [151645, 151643]}',
+    "tokenizer.json": b'{"model": {"type": "BPE"}}' * 4000,
+    "tokenizer_config.json": b'{"tokenizer_class": "Qwen2Tokenizer"}',
+    "chat_template.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}",
+    "merges.txt": b"a b\n" * 1000,
+    "model.safetensors.index.json": b'{"weight_map": {}}',
+}
+
+
+def add_full_repo(stand_in) -> Repo:
+    """A repo with its configs and every kind of weight file a repo ships."""
+    weights = {"model-00001-of-00002.safetensors": _weights(2 << 20, 4), "model-00002-of-00002.safetensors": _weights(1 << 20, 5),
+               "pytorch_model.bin": _weights(1 << 20, 6), "model-q4.gguf": _weights(1 << 20, 7),
+               "original/consolidated.pth": _weights(1 << 20, 8), "training_args.pt": _weights(1 << 16, 9)}
+    return stand_in.add(Repo("acme/full-target", {**CONFIG_FILES, **weights}, downloads=5))
+
+
+def weight_files_in_cache(repo: str) -> list[str]:
+    storage = Path(os.environ["HF_HOME"]) / "hub" / ("models--" + repo.replace("/", "--"))
+    return [p.name for p in storage.rglob("*") if p.name.endswith(WEIGHT_SUFFIXES)]
+
+
+def test_config_only_patterns_match_no_weight_file():
+    for suffix in WEIGHT_SUFFIXES:
+        assert not any(hub._wanted(f"sub/model-00001{suffix}", [p]) for p in hub.CONFIG_PATTERNS), suffix
+    assert all(hub._wanted(name, hub.CONFIG_PATTERNS) for name in CONFIG_FILES)
+
+
+def test_pull_config_only_fetches_no_weights_and_prints_the_sizes(stand_in):
+    repo = add_full_repo(stand_in)
+    config_bytes = sum(len(v) for v in CONFIG_FILES.values())
+    total = sum(len(v) for v in repo.files.values())
+    done = _cli("pull", "--config-only", "acme/full-target")
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    folder = Path(out.strip().splitlines()[-1])
+    assert sorted(p.name for p in folder.rglob("*") if p.is_file()) == sorted(CONFIG_FILES)
+    assert weight_files_in_cache("acme/full-target") == []
+    assert not stand_in.gets("/cdn/")  # no LFS file was ever asked for
+    line = f"config only: {hub.human(config_bytes)} of {hub.human(total)} ({len(CONFIG_FILES)} of {len(repo.files)} files)"
+    assert line in err, err
+
+    dry = _cli("pull", "--config-only", "--dry-run", "acme/full-target")
+    out, err = dry.communicate(timeout=60)
+    assert dry.returncode == 0, err
+    listed = [row.split()[-1] for row in out.splitlines()[:-2]]
+    assert line in out and sorted(listed) == sorted(CONFIG_FILES)
+
+    # The weights come later with a plain pull, on top of the configs already cached.
+    folder = hub.Download("acme/full-target").run()
+    assert (folder / "model-00002-of-00002.safetensors").is_file()
+
+
+def test_pull_config_only_of_a_gated_repo_is_explained(stand_in):
+    done = _cli("pull", "--config-only", "google/gated-assistant")
+    _, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and "is gated: accept its licence at" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

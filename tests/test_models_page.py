@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel
 
 from app.pages.models_page import PROGRESS_STEPS, ModelsPage
+from workbench.checkpoints import hub
 from test_hub import stand_in  # noqa: F401 - the stand-in Hub fixture
 
 import pytest
@@ -104,3 +105,22 @@ def test_the_main_window_fills_the_experiment_page(qtbot, tmp_path, vllm_install
     assert [r.method.currentData() for r in w.experiment.rows] == ["draft_model"]
     qtbot.waitUntil(lambda: w.experiment.run_button.isEnabled(), timeout=5000)
     w.models.shutdown()
+
+
+def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):  # noqa: F811
+    from test_hub import CONFIG_FILES, add_full_repo, weight_files_in_cache
+
+    repo = add_full_repo(stand_in)
+    page.search_box.setText("full")
+    page.search_button.click()
+    qtbot.waitUntil(lambda: page.results.rowCount() == 1, timeout=10000)
+    select(page.results_view, page.results, "repo", "acme/full-target")
+    page.config_button.click()
+    assert not page.config_button.isEnabled() and not page.download_button.isEnabled()
+    qtbot.waitUntil(lambda: page.status.text().startswith("Downloaded into"), timeout=60000)
+    config_bytes = sum(len(v) for v in CONFIG_FILES.values())
+    total = sum(len(v) for v in repo.files.values())
+    assert f"(config only: {hub.human(config_bytes)} of {hub.human(total)})" in page.status.text()
+    assert weight_files_in_cache("acme/full-target") == [] and not stand_in.gets("/cdn/")
+    qtbot.waitUntil(lambda: page.cache.rowCount() == 1 and page.config_button.isEnabled(), timeout=5000)
+    assert page.cache.row(0)["size"] == config_bytes

@@ -95,6 +95,10 @@ class ModelsPage(QWidget):
         self.results_view = _table(self.results)
         self.size_button = QPushButton("Size")
         self.download_button = QPushButton("Download")
+        # The configs and tokenizer without the weights: enough to read a model's shape or to
+        # serve it with random weights (--load-format dummy), at a few MB instead of GB.
+        self.config_button = QPushButton("Config only")
+        self.config_button.setToolTip("Download only the config, tokenizer and generation files, no weights")
         self.cancel_button = QPushButton("Cancel", enabled=False)
         self.bar = QProgressBar(minimum=0, maximum=PROGRESS_STEPS, value=0)
         self.status = QLabel(wordWrap=True)
@@ -121,6 +125,7 @@ class ModelsPage(QWidget):
         self.search_box.returnPressed.connect(self.search)
         self.size_button.clicked.connect(self.fetch_size)
         self.download_button.clicked.connect(self.start_download)
+        self.config_button.clicked.connect(self.start_config_download)
         self.cancel_button.clicked.connect(self.cancel_download)
         self.gated_button.clicked.connect(self.open_gated_page)
         self.refresh_button.clicked.connect(self.refresh_cache)
@@ -138,7 +143,7 @@ class ModelsPage(QWidget):
         v.addLayout(row)
         v.addWidget(self.results_view, 1)
         row = QHBoxLayout()
-        for w in (self.size_button, self.download_button, self.cancel_button):
+        for w in (self.size_button, self.download_button, self.config_button, self.cancel_button):
             row.addWidget(w)
         row.addWidget(self.bar, 1)
         v.addLayout(row)
@@ -201,6 +206,7 @@ class ModelsPage(QWidget):
 
     def _set_busy(self, downloading: bool) -> None:
         self.download_button.setEnabled(not downloading)
+        self.config_button.setEnabled(not downloading)
         self.cancel_button.setEnabled(downloading)
 
     def update_token(self) -> None:
@@ -238,7 +244,10 @@ class ModelsPage(QWidget):
                 self.results.update_row(i, dict(self.results.row(i), size=info.size))
         self.status.setText(f"{info.repo}: {hub.human(info.size)} in {len(info.files)} files")
 
-    def start_download(self, repo: str | bool | None = None) -> None:
+    def start_config_download(self, repo: str | bool | None = None) -> None:
+        self.start_download(repo, config_only=True)
+
+    def start_download(self, repo: str | bool | None = None, config_only: bool = False) -> None:
         repo = repo if isinstance(repo, str) else self._selected_repo()  # clicked() passes a bool
         if not repo or self.download is not None:
             return
@@ -246,13 +255,13 @@ class ModelsPage(QWidget):
         self.gated_button.hide()
         self.bar.setValue(0)
         self._set_busy(True)
-        self.status.setText(f"Downloading {repo}…")
-        download = self.download = hub.Download(repo)
+        self.status.setText(f"Downloading the config files of {repo}…" if config_only else f"Downloading {repo}…")
+        download = self.download = hub.Download(repo, allow_patterns=hub.CONFIG_PATTERNS if config_only else None)
 
         def work(job: Job):
             download.progress = lambda done, total, name: job.progress.emit(
                 int(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS, 0, name)
-            return download.run()
+            return download.run(), download
 
         job = self._start(work, self._downloaded, self._progress)
         job.finished.connect(self._download_ended)
@@ -266,10 +275,16 @@ class ModelsPage(QWidget):
         self.bar.setValue(value)
         self.bar.setFormat(f"%p% · {name}")
 
-    def _downloaded(self, folder) -> None:
+    def _downloaded(self, result: tuple) -> None:
+        folder, download = result
         self._set_busy(False)
         self.bar.setValue(PROGRESS_STEPS)
-        self.status.setText(f"Downloaded into {folder}")
+        if download.allow_patterns == hub.CONFIG_PATTERNS:
+            # repo_size stays 0 offline, where only the cache was read.
+            of = f" of {hub.human(download.repo_size)}" if download.repo_size else ""
+            self.status.setText(f"Downloaded into {folder} (config only: {hub.human(download.total)}{of})")
+        else:
+            self.status.setText(f"Downloaded into {folder}")
 
     def cancel_download(self) -> None:
         if self.download is not None:

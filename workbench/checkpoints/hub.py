@@ -27,6 +27,9 @@ import httpx
 Progress = Callable[[int, int, str], None]  # bytes done, bytes in all, file being fetched
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# A model without its weights (no pattern matches a weight file): configs, tokenizers, chat
+# templates and remote-code configs; enough to read its shape or serve it with --load-format dummy.
+CONFIG_PATTERNS = ["*.json", "*.jinja", "*.txt", "*.model", "*.tiktoken", "*.py"]
 
 
 class HubError(Exception):
@@ -148,6 +151,9 @@ class RemoteRepo:
     def size(self) -> int:
         return sum(f.size for f in self.files)
 
+    def matching(self, patterns: list[str] | None) -> tuple[RemoteFile, ...]:
+        return tuple(f for f in self.files if _wanted(f.path, patterns))
+
 
 def remote(repo: str, revision: str | None = None) -> RemoteRepo:
     """The files and sizes of a repo, asked before anything is downloaded."""
@@ -248,7 +254,8 @@ class Download:
     progress: Progress | None = None
     _cancel: threading.Event = field(default_factory=threading.Event)
     done: int = 0
-    total: int = 0
+    total: int = 0  # bytes of the files wanted
+    repo_size: int = 0  # bytes of the whole repo (0 until the Hub answered)
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -266,8 +273,9 @@ class Download:
             except Exception as exc:  # noqa: BLE001
                 raise explain(exc, repo) from None
         info = remote(repo, self.revision)
-        files = [f for f in info.files if _wanted(f.path, self.allow_patterns)]
+        files = list(info.matching(self.allow_patterns))
         self.total = sum(f.size for f in files)
+        self.repo_size = info.size
         todo = [f for f in files if not cached_path(repo, info.sha, f.path).exists()]
         self.done = self.total - sum(f.size for f in todo)
         check_disk(repo, max(0, sum(f.size for f in todo) - _partial_bytes(repo)))

@@ -14,6 +14,9 @@ def register(sub) -> None:
     pl.add_argument("repo", help="owner/name on the Hub")
     pl.add_argument("--revision", help="branch, tag or commit (default main)")
     pl.add_argument("--include", action="append", help="only files matching this pattern (repeatable)")
+    pl.add_argument("--config-only", action="store_true",
+                    help="only the config, tokenizer and generation files (no weights): enough for a model's "
+                         "shape, or to serve it with --load-format dummy")
     pl.add_argument("--dry-run", action="store_true", help="print the files and the size, download nothing")
     pl.set_defaults(handler=pull)
 
@@ -28,17 +31,26 @@ def pull(args) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.checkpoints import hub
 
+    patterns = (args.include or []) + hub.CONFIG_PATTERNS if args.config_only else args.include
     try:
         info = hub.remote(args.repo, args.revision) if not hub.offline() else None
+        if args.config_only and info is not None:
+            part = info.matching(patterns)
+            summary = (f"config only: {hub.human(sum(f.size for f in part))} of {hub.human(info.size)} "
+                       f"({len(part)} of {len(info.files)} files)")
         if args.dry_run:
             if info is None:
                 raise CliError("a dry run asks the Hub for sizes, and offline mode is on (HF_HUB_OFFLINE=1)")
-            for f in info.files:
+            for f in info.matching(patterns):
                 print(f"{hub.human(f.size):>10}  {f.path}")
-            print(f"{hub.human(info.size):>10}  in all ({info.repo} @ {info.sha[:12]})")
+            print(f"{hub.human(sum(f.size for f in info.matching(patterns))):>10}  in all ({info.repo} @ {info.sha[:12]})")
+            if args.config_only:
+                print(summary)
             return 0
         if info is not None:
             print(f"draftbench: {info.repo}: {hub.human(info.size)} in {len(info.files)} files", file=sys.stderr)
+            if args.config_only:
+                print(f"draftbench: {info.repo}: {summary}", file=sys.stderr)
         last = [0.0]
 
         def progress(done: int, total: int, name: str) -> None:
@@ -48,7 +60,7 @@ def pull(args) -> int:
                 pct = 100.0 * done / total if total else 100.0
                 print(f"[{pct:5.1f}%] {hub.human(done)} / {hub.human(total)}  {name}", file=sys.stderr, flush=True)
 
-        folder = hub.Download(args.repo, args.revision, args.include, progress).run()
+        folder = hub.Download(args.repo, args.revision, patterns, progress).run()
     except hub.HubError as exc:
         raise CliError(str(exc)) from None
     print(folder)
