@@ -219,3 +219,20 @@ def test_break_even_in_known_cases():
     assert breakeven.sentences([Fake(2.0, 1), Fake(5.0, 64)]) == [
         "eagle3 N=3 pays at c <= 1 once position 1 accepts >= 0.44; not at c = 64"]
     assert breakeven.sentences([Fake(5.0, 64)])[0].startswith("eagle3 N=3 does not pay")
+
+
+def test_a_shape_target_and_prompts_that_scale_with_concurrency(demo_models):
+    text = (PLAN.format(n=3, acceptance=json.dumps(IMPOSED), num_prompts=4)
+            .replace('"demo:smollm2-135m"', '"shape:qwen3-8b"')
+            .replace('method = "draft_model"\ndraft = "demo:smollm2-135m-draft-noisy-copy"',
+                     'method = "eagle3"\ndraft = "shape:qwen3-8b-eagle3"')
+            .replace("num_prompts = 4", "num_prompts = { per_concurrency = 4, min = 16 }")
+            .replace("concurrency = [4]", "concurrency = [1, 16]"))
+    p = plan.loads(text)
+    assert {(r.concurrency, r.num_prompts) for r in p.runs} == {(1, 16), (16, 64)}
+    server = [s for s, _ in p.servers()][-1]
+    assert (Path(server.target) / "tokenizer.json").is_file() and (Path(server.draft) / "config.json").is_file()
+    with pytest.raises(plan.PlanError, match="per_concurrency"):
+        plan.loads(text.replace("{ per_concurrency = 4, min = 16 }", "{ min = 16 }"))
+    with pytest.raises(plan.PlanError, match="unknown shape|no shape|shape"):
+        plan.loads(text.replace('"shape:qwen3-8b"', '"shape:nope"'))

@@ -272,7 +272,18 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     if request_rate is not None:
         request_rate = _number(w, "request_rate", None, 0.01, 100000, "workload")
     repeats = _number(w, "repeats", 1, 1, 100, "workload", integer=True)
-    num_prompts = _number(w, "num_prompts", 16, 1, 100000, "workload", integer=True)
+    # A number, or {per_concurrency = K, min = M}: max(M, K x concurrency) prompts at each
+    # concurrency, so every level gets several waves without a c=1 run lasting minutes.
+    prompts_t = w.get("num_prompts", 16)
+    if isinstance(prompts_t, dict):
+        if set(prompts_t) - {"per_concurrency", "min"} or "per_concurrency" not in prompts_t:
+            raise PlanError("workload.num_prompts must be a number or {per_concurrency = K, min = M}")
+        per_c = _number(prompts_t, "per_concurrency", 1, 1, 10000, "workload.num_prompts", integer=True)
+        at_least = _number(prompts_t, "min", 1, 1, 100000, "workload.num_prompts", integer=True)
+        prompts_for = lambda c: max(at_least, per_c * c)  # noqa: E731
+    else:
+        num_prompts = _number(w, "num_prompts", 16, 1, 100000, "workload", integer=True)
+        prompts_for = lambda c: num_prompts  # noqa: E731
     max_tokens = _number(w, "max_tokens", 128, 1, 1_000_000, "workload", integer=True)
     if max_tokens >= max_model_len:
         raise PlanError(f"workload.max_tokens={max_tokens} leaves no room for the prompt in max_model_len={max_model_len}")
@@ -359,7 +370,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                     # Grouped by server key (Plan.servers), so with relaunch each launch serves
                     # its repeat of every workload and concurrency.
                     runs.append(Run(replace(server, launch=rep) if relaunch else server, workload, c,
-                                    request_rate, rep, num_prompts, max_tokens, float(temperature),
+                                    request_rate, rep, prompts_for(c), max_tokens, float(temperature),
                                     float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
     return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel)

@@ -7,10 +7,13 @@ import json
 import re
 from pathlib import Path
 
-from workbench.checkpoints import demo
+from workbench.checkpoints import demo, shapes
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEMO_PREFIX = "demo:"
+# A shipped shape (resources/shapes): a model's config with a generated tokenizer of its
+# vocabulary, served with dummy weights in a what-if sweep.
+SHAPE_PREFIX = "shape:"
 
 
 class PlanError(ValueError):
@@ -22,6 +25,11 @@ def resolve_model(ref: str, what: str, base: Path) -> str:
     if not isinstance(ref, str) or not ref.strip():
         raise PlanError(f"{what} must be a model folder or a Hugging Face repo id")
     ref = ref.strip()
+    if ref.startswith(SHAPE_PREFIX):
+        try:
+            return str(shapes.folder(ref[len(SHAPE_PREFIX):]))
+        except shapes.ShapeError as exc:
+            raise PlanError(f"{what}: {exc}") from None
     if ref.startswith(DEMO_PREFIX):
         name = ref[len(DEMO_PREFIX):]
         model = next((m for m in demo.ALL if m.name == name), None)

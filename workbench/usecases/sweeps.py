@@ -97,7 +97,8 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
         prompts = runner.load_workloads(p)
     except workloads.WorkloadError as exc:
         raise RunError(str(exc)) from None
-    if any(t.startswith(str(paths.models_dir())) for t in {r.server.target for r in p.runs}):
+    demo_folders = {str(demo.folder(m)) for m in demo.ALL}
+    if any(t in demo_folders or d in demo_folders for t, d in {(r.server.target, r.server.draft) for r in p.runs}):
         try:
             demo.ensure(progress=progress)
         except demo.DemoModelError as exc:

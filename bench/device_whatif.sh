@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# What-if plans on a GPU host, one after another into one database, within a time budget.
+#   usage: bash bench/device_whatif.sh SECONDS DB PLAN [PLAN ...]
+# Run from the repository root with vLLM importable by `python3` (a CUDA or ROCm build). A plan
+# cut short by the budget is interrupted (SIGINT: the runner stops its server and marks the run in
+# flight); running the same command again resumes it, skipping completed runs. Results go to
+# $OUT (default /tmp/out): a consistent copy of the database, the runner's log and events, and
+# `draftbench show` of each experiment.
+set -u
+budget=$1; db=$2; shift 2
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# A server left by an earlier command killed from outside holds its GPU memory: end it first.
+for pid in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+end=$(( $(date +%s) + budget ))
+for plan in "$@"; do
+  left=$(( end - $(date +%s) ))
+  [ "$left" -gt 180 ] || { echo "not started (${left} s left): $plan" >> "$OUT/run.log"; continue; }
+  echo "== $plan ($left s left)" >> "$OUT/run.log"
+  timeout -s INT -k 40 "$left" python3 -m workbench.cli run "$plan" --db "$db" --vllm-python python3 \
+    --events "$OUT/events.jsonl" >> "$OUT/run.log" 2>&1
+  echo "rc=$?" >> "$OUT/run.log"
+done
+python3 - "$db" "$OUT/$(basename "$db")" <<'PY'
+import sqlite3, sys
+src, dst = sqlite3.connect(sys.argv[1]), sqlite3.connect(sys.argv[2])
+src.backup(dst)
+PY
+python3 -m workbench.cli runs --db "$db" > "$OUT/runs.txt" 2>&1
