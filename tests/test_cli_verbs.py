@@ -13,7 +13,7 @@ from PySide6.QtGui import QImage
 from conftest import copy_db
 
 VERBS = ["gui", "doctor", "demo-model", "run", "runs", "show", "workloads", "import-bench", "export-bench",
-         "catalog", "new", "pull", "models", "train", "remote", "export", "report"]
+         "catalog", "new", "what-if", "pull", "models", "train", "remote", "export", "report"]
 ENTRY_POINTS = {"draftbench": ["-m", "app"], "workbench.cli": ["-m", "workbench.cli"]}
 
 

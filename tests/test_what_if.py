@@ -236,3 +236,53 @@ def test_a_shape_target_and_prompts_that_scale_with_concurrency(demo_models):
         plan.loads(text.replace("{ per_concurrency = 4, min = 16 }", "{ min = 16 }"))
     with pytest.raises(plan.PlanError, match="unknown shape|no shape|shape"):
         plan.loads(text.replace('"shape:qwen3-8b"', '"shape:nope"'))
+
+
+# --- a what-if plan from a measured run ---------------------------------------------------------
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_a_measured_run_s_own_curve_becomes_a_what_if_plan(recorded_db, tmp_path, demo_models):
+    """On the H200 database: run ids and stored paths of another host."""
+    db = store.open_db(recorded_db, readonly=True)
+    rows = store.runs(db)
+    store.close(db)
+    run = next(r for r in rows if r["status"] == "completed" and r["method"] == "draft_model")
+    base = next(r for r in rows if r["method"] == "baseline")
+    ngram = next(r for r in rows if r["method"] == "ngram")
+    out = tmp_path / "what-if.toml"
+    done = _cli("what-if", "--from-run", str(run["id"]), "--db", str(recorded_db), "--out", str(out),
+                "--concurrency", "1", "16")
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert 'mode = "what-if"' in text and f"measured: run {run['id']}" in text
+    # Refusals in one line, and nothing overwritten.
+    again = _cli("what-if", "--from-run", str(run["id"]), "--db", str(recorded_db), "--out", str(out))
+    assert again.returncode == 2 and "already exists" in again.stderr and out.read_text() == text
+    for bad, why in ((base["id"], "measured no acceptance"), (99999, "no run 99999"),
+                     (ngram["id"], "not a what-if method")):
+        done = _cli("what-if", "--from-run", str(bad), "--db", str(recorded_db), "--out", str(tmp_path / "x.toml"))
+        assert done.returncode == 2 and why in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    # The plan, with that host's model folders swapped for this machine's demo models.
+    text = (text.replace(f'"{run["target"]}"', '"demo:smollm2-135m"')
+            .replace(f'"{run["draft"]}"', '"demo:smollm2-135m-draft-noisy-copy"'))
+    server = [s for s, _ in plan.loads(text).servers()][-1]
+    assert server.what_if and server.method == run["method"] and server.n == run["n"]
+    assert server.imposed == pytest.approx(json.loads(run["per_position"]), abs=1e-4)
+    assert {r.concurrency for r in plan.loads(text).runs} == {1, 16}
+
+
+def test_a_what_if_plan_from_a_demo_run_resolves_its_demo_models(demo_models, monkeypatch):
+    from workbench.usecases import whatif
+
+    row = {"id": 1, "method": "draft_model", "n": 3, "status": "completed", "what_if": 0,
+           "per_position": json.dumps([0.734, 0.548, 0.449]), "workload": "builtin", "concurrency": 4,
+           "target": str(demo_models["smollm2-135m"]), "draft": str(demo_models["smollm2-135m-draft-noisy-copy"]),
+           "options": "{}", "num_prompts": 16, "max_tokens": 128, "warmup": 2, "temperature": 0.0, "top_p": 1.0,
+           "ignore_eos": 0, "profile": json.dumps({"kind": "local"})}
+    monkeypatch.setattr(whatif.store, "run", lambda _db, run_id: row if run_id == 1 else None)
+    text = whatif.plan_from_run(None, 1)
+    assert 'model = "demo:smollm2-135m"' in text and 'draft = "demo:smollm2-135m-draft-noisy-copy"' in text
+    server = [s for s, _ in plan.loads(text).servers()][-1]
+    assert server.imposed == (0.734, 0.548, 0.449) and server.imposed_source.startswith("measured: run 1 ")

@@ -9,13 +9,13 @@ from typing import Callable
 
 from workbench import __version__
 from workbench.cli import (
-    bench, catalog, demo_model, doctor, export, models, remote, run, runs, train, workloads,
+    bench, catalog, demo_model, doctor, export, models, remote, run, runs, train, whatif, workloads,
 )
 from workbench.cli.common import CliError, Parser
 
 __all__ = ["CliError", "Parser", "main"]
 
-VERBS = (doctor, demo_model, run, runs, workloads, bench, catalog, models, train, remote, export)
+VERBS = (doctor, demo_model, run, runs, workloads, bench, catalog, whatif, models, train, remote, export)
 
 
 def _parser() -> argparse.ArgumentParser:
