@@ -286,3 +286,10 @@ def test_a_what_if_plan_from_a_demo_run_resolves_its_demo_models(demo_models, mo
     assert 'model = "demo:smollm2-135m"' in text and 'draft = "demo:smollm2-135m-draft-noisy-copy"' in text
     server = [s for s, _ in plan.loads(text).servers()][-1]
     assert server.imposed == (0.734, 0.548, 0.449) and server.imposed_source.startswith("measured: run 1 ")
+
+
+def test_the_catalog_lists_the_published_curves_with_their_source():
+    done = _cli("catalog", "--curves")
+    assert done.returncode == 0, done.stderr
+    assert "reference-study/gemma-4-26b-a4b-it/mtp/gsm8k" in done.stdout
+    assert "source: reference study" in done.stdout and "MI300X" in done.stdout

@@ -9,8 +9,10 @@ from workbench.cli.common import CliError, table
 
 
 def register(sub) -> None:
-    sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)").set_defaults(
-        handler=catalog_verb)
+    ct = sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)")
+    ct.add_argument("--curves", action="store_true",
+                    help="the published per-position acceptance tables a what-if plan can impose instead")
+    ct.set_defaults(handler=catalog_verb)
     nw = sub.add_parser("new", help="write an experiment plan from a catalog pair")
     nw.add_argument("--pair", required=True, help="a pair name from `draftbench catalog`")
     nw.add_argument("--out", help="plan file to write (default: PAIR.toml; never overwrites)")
@@ -19,8 +21,17 @@ def register(sub) -> None:
 
 def catalog_verb(args) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench.plan import catalog
+    from workbench.plan import catalog, curves
 
+    if getattr(args, "curves", False):
+        tables = curves.tables().values()
+        rows = [[t.key, t.method, t.target, t.dataset, ",".join(map(str, sorted(t.by_n))),
+                 " ".join(f"{p:.2f}" for p in t.longest)] for t in tables]
+        print(table(["curve (acceptance = { published = ... })", "method", "target", "dataset", "N",
+                     "per-position at the largest N"], rows))
+        cites = sorted({t.citation for t in tables})
+        print("\n".join(f"source: {c}" for c in cites))
+        return 0
     try:
         pairs = catalog.load()
     except catalog.CatalogError as exc:
