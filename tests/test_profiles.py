@@ -141,6 +141,8 @@ def test_default_profile_keeps_existing_run_keys():
     fields = asdict(s)
     del fields["profile"]
     del fields["launch"]  # nor before relaunch existed
+    for name in ("what_if", "imposed", "imposed_source"):
+        del fields[name]  # nor before what-if sweeps existed
     old = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
     assert s.key == old
 
