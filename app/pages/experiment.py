@@ -20,6 +20,7 @@ from app.widgets.demo_bar import DemoBar
 from app.widgets.findings import FindingsPanel
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
+from app.widgets.whatif_dialog import hold_imposed, put_imposed
 from workbench import methods, plan, store
 from workbench.load import datasets, workloads
 from workbench.host import engine, gpus
@@ -199,6 +200,7 @@ class ExperimentPage(QWidget):
         self.dtype.setCurrentText(str(t.get("dtype", "auto")))
         self.enforce_eager.setChecked(bool(t.get("enforce_eager", False)))
         self.methods_table.set_entries(doc.get("methods", []))
+        self._imposed = hold_imposed(doc, self.rows)  # what-if mode and curves: no fields show them
         names = w.get("names", [workloads.BUILTIN])
         known = {self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())}
         for name in names:
@@ -258,6 +260,7 @@ class ExperimentPage(QWidget):
             doc.setdefault("sweep", {})["parallel"] = self.profile_form.sweep_parallel()
         if getattr(self, "_server", None):
             doc["server"] = self._server
+        put_imposed(doc, self.rows, getattr(self, "_imposed", None))
         try:
             profile = self.profile_form.table()
         except profiles.ProfileError as exc:

@@ -1,5 +1,5 @@
 """The Models page: search the Hub, see sizes, download with progress and cancel, manage the local
-Hugging Face cache, and start an experiment from a published draft/target pair."""
+Hugging Face cache, start an experiment from a published draft/target pair, or plan a what-if sweep."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeade
                                QMessageBox, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from app.models.runs_model import RowsModel
+from app.widgets.whatif_dialog import WhatIfDialog
+from workbench import paths
 from workbench.plan import catalog
 from workbench.checkpoints import hub
+from workbench.usecases import whatif
 
 PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
 
@@ -119,6 +122,16 @@ class ModelsPage(QWidget):
                                for p in self.pairs])
         self.catalog_view = _table(self.catalog)
         self.new_button = QPushButton("New experiment from this pair")
+
+        # Published targets as configs alone: served with dummy weights, they cost drafting before
+        # any download. What-if plans a sweep on the selected shape or cached model.
+        self.shapes = TableModel([("name", "Shape", None), ("repo", "Mirrors", None), ("drafts", "Drafts", None)])
+        self.shapes.set_rows(whatif.target_shapes())
+        self.shapes_view = _table(self.shapes)
+        self.whatif_button = QPushButton("What-if…", enabled=False)
+        self.whatif_button.setToolTip("Plan a sweep of the selected shape or cached model from its config alone "
+                                      "(dummy weights, imposed acceptance): what drafting costs, before any download")
+        self.whatif_dialog: WhatIfDialog | None = None
         self._layout()
 
         self.search_button.clicked.connect(self.search)
@@ -131,6 +144,10 @@ class ModelsPage(QWidget):
         self.refresh_button.clicked.connect(self.refresh_cache)
         self.delete_button.clicked.connect(self.delete_selected)
         self.new_button.clicked.connect(self.new_from_pair)
+        self.whatif_button.clicked.connect(self.open_whatif)
+        for view in (self.shapes_view, self.cache_view):
+            view.selectionModel().selectionChanged.connect(lambda *_, v=view: self._target_selected(v))
+        self.cache.modelReset.connect(lambda: self._target_selected(self.cache_view))
         self.update_token()
         self.refresh_cache()
 
@@ -170,8 +187,16 @@ class ModelsPage(QWidget):
         row.addWidget(self.new_button)
         v.addLayout(row)
 
+        shapes_box = QGroupBox("Model shapes (configs only, for what-if sweeps)")
+        v = QVBoxLayout(shapes_box)
+        v.addWidget(self.shapes_view, 1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.whatif_button)
+        v.addLayout(row)
+
         split = QSplitter(Qt.Vertical)
-        for box in (hub_box, cache_box, catalog_box):
+        for box in (hub_box, cache_box, shapes_box, catalog_box):
             split.addWidget(box)
         outer = QVBoxLayout(self)
         outer.addWidget(self.token)
@@ -298,7 +323,8 @@ class ModelsPage(QWidget):
     def refresh_cache(self) -> None:
         self.update_token()
         rows = [{"repo": r.repo, "size": r.size, "files": r.files, "refs": ", ".join(r.refs),
-                 "partial": r.partial or None, "tooltip": str(r.path)} for r in hub.cached()]
+                 "partial": r.partial or None, "tooltip": str(r.path), "path": r.path, "revisions": r.revisions}
+                for r in hub.cached()]
         self.cache.set_rows(rows)
 
     def ask_delete(self, repo: str, size: int) -> bool:
@@ -323,6 +349,46 @@ class ModelsPage(QWidget):
             self.status.setText("Select a pair in the catalog first")
             return
         self.new_experiment.emit(catalog.plan_document(catalog.get(row["name"], self.pairs)))
+
+    # --- what-if ----------------------------------------------------------------------------------------
+    def _target_selected(self, view: QTableView) -> None:
+        """One target at a time: choosing a shape drops the cached model chosen before, and back."""
+        other = self.cache_view if view is self.shapes_view else self.shapes_view
+        if view.selectionModel().hasSelection():
+            other.clearSelection()
+        target = self.selected_target()
+        self.whatif_button.setEnabled(target is not None)
+        self.whatif_button.setText(f"What-if: {target[1]}…" if target else "What-if…")
+
+    def selected_target(self) -> tuple[str | None, str, str | None] | None:
+        """(plan reference, label, Hub repo) of the selected shape or cached model; the reference is
+        None for a cached model without a config.json (a pull that has not fetched one yet)."""
+        row = self._selected(self.shapes_view, self.shapes)
+        if row is not None:
+            return f"shape:{row['name']}", row["name"], row["repo"]
+        row = self._selected(self.cache_view, self.cache)
+        if row is None:
+            return None
+        folder = whatif.snapshot_with_config(row["path"], row["revisions"])
+        return (str(folder) if folder else None), row["repo"], row["repo"]
+
+    def open_whatif(self) -> None:
+        target = self.selected_target()
+        if target is None or target[0] is None:
+            self.status.setText(f"{target[1]} has no config.json in the cache: fetch it first (Config only)"
+                                if target else "What-if: select a shape, or a model in the local cache")
+            return
+        if self.whatif_dialog is not None:
+            self.whatif_dialog.deleteLater()
+        # Measured curves come from the results database the window has open.
+        db = getattr(self.window(), "db_path", None) or paths.default_db()
+        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self)
+        self.whatif_dialog.planned.connect(self._whatif_planned)
+        self.whatif_dialog.open()
+
+    def _whatif_planned(self, path, doc: dict) -> None:
+        self.status.setText(f"What-if plan written to {path}; it is open on the Experiment page")
+        self.new_experiment.emit(doc)
 
     def shutdown(self) -> None:
         """Stop any download and wait for the workers, so none outlives the page."""

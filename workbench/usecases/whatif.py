@@ -10,7 +10,8 @@ from pathlib import Path
 import tomli_w
 
 from workbench import store
-from workbench.checkpoints import demo
+from workbench.checkpoints import demo, shapes
+from workbench.plan.fields import SHAPE_PREFIX
 from workbench.plan import TEXT_DRAFTERS, acceptance
 
 
@@ -81,3 +82,101 @@ def write_plan(db, run_id: int, out: Path, **kwargs) -> Path:
     except OSError as exc:
         raise WhatIfError(f"cannot write {out}: {exc.strerror}") from None
     return out
+
+
+# --- plans written from a form (the Models page's What-if dialog) ----------------------------------
+# Block drafters propose a whole block in one pass, so their useful N start higher than a
+# sequential drafter's, whose every extra position costs one more draft pass.
+BLOCK_DRAFTERS = ("dflash", "dspark")
+SEQUENTIAL_NS = (1, 3, 5)
+BLOCK_NS = (3, 7)
+DEFAULT_CONCURRENCY = (1, 16, 64)
+# What a what-if sweep can serve: every drafting method except those drafting from the text itself.
+METHODS = ("eagle3", "dflash", "dspark", "mtp", "draft_model")
+
+
+def default_ns(method: str) -> list[int]:
+    return list(BLOCK_NS if method in BLOCK_DRAFTERS else SEQUENTIAL_NS)
+
+
+def drafts_for(target_ref: str) -> list[tuple[str, str | None]]:
+    """(method, draft reference) pairs the shipped shapes make for a target: a `shape:NAME` target,
+    or a Hub repo id that a target shape mirrors (its shipped drafts fit the real model too).
+    A draft of None is the target's own MTP layers."""
+    name = target_ref.removeprefix(SHAPE_PREFIX)
+    targets = {s.name for s in shapes.ALL if s.role == "target" and (s.name == name or s.repo.lower() == name.lower())}
+    return [(p.method, f"{SHAPE_PREFIX}{p.draft}" if p.draft else None) for p in shapes.pairs() if p.target in targets]
+
+
+def target_shapes() -> list[dict]:
+    """The shipped target shapes as rows: name, the repo each mirrors, its drafting methods, its notes."""
+    return [{"name": s.name, "repo": s.repo, "tooltip": s.notes,
+             "drafts": ", ".join(p.method for p in shapes.pairs() if p.target == s.name)}
+            for s in shapes.ALL if s.role == "target"]
+
+
+def snapshot_with_config(repo_path: Path, revisions) -> Path | None:
+    """A cached repo's snapshot folder that holds a config.json (what a config-only pull brings):
+    a local folder serves without asking the Hub. None when no revision has one."""
+    for rev in revisions:
+        folder = Path(repo_path) / "snapshots" / rev
+        if (folder / "config.json").is_file():
+            return folder
+    return None
+
+
+def measured_curve(db_path: Path, run_id: int) -> dict:
+    """`curve_from_run` on a results database opened read-only here (a worker thread's own connection)."""
+    try:
+        db = store.open_db(db_path, readonly=True)
+    except store.StoreError as exc:
+        raise WhatIfError(f"run {run_id}: {exc}") from None
+    try:
+        return curve_from_run(db, run_id)
+    finally:
+        store.close(db)
+
+
+def plan_text(target_ref: str, methods: list[tuple[str, str | None, list[int], object]],
+              concurrency=DEFAULT_CONCURRENCY, max_tokens: int = 256, num_prompts: int | dict = 64,
+              name: str | None = None, max_model_len: int = 2048, workloads=("builtin",),
+              temperature: float = 0.0) -> str:
+    """A what-if plan as TOML: the target and every (method, draft, N values, acceptance) served with
+    dummy weights, each told to accept its curve (any `acceptance =` form the plan takes).
+    Not validated here: `workbench.plan.loads` says what is wrong with it, in one line."""
+    entries = []
+    for method, draft, ns, accepted in methods:
+        entry = {"method": method}
+        if draft:
+            entry["draft"] = draft
+        entry["n"] = list(ns)
+        entry["acceptance"] = accepted
+        entries.append(entry)
+    short = target_ref.removeprefix(SHAPE_PREFIX).rstrip("/").split("/")[-1] or "model"
+    doc = {"name": name or f"what-if-{short}",
+           "target": {"model": target_ref, "max_model_len": max_model_len},
+           "sweep": {"mode": "what-if"},
+           "methods": entries,
+           # ignore_eos: every answer runs to max_tokens, so each configuration decodes the same
+           # lengths (dummy weights end answers at random).
+           "workload": {"names": list(workloads), "num_prompts": num_prompts, "max_tokens": max_tokens,
+                        "ignore_eos": True, "concurrency": list(concurrency), "temperature": temperature}}
+    return ("# What-if: dummy weights, acceptance imposed per method (per-position, unconditional).\n"
+            + tomli_w.dumps(doc))
+
+
+def write_new(folder: Path, stem: str, text: str) -> Path:
+    """Writes `text` as a new plan file in `folder` (stem, then stem-2, ...): never overwrites one."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(1, 1000):
+            out = folder / (f"{stem}.toml" if i == 1 else f"{stem}-{i}.toml")
+            try:
+                with open(out, "x", encoding="utf-8") as f:
+                    f.write(text)
+                return out
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise WhatIfError(f"cannot write a plan into {folder}: {exc.strerror or exc}") from None
+    raise WhatIfError(f"{folder} already holds too many plans named {stem}")
