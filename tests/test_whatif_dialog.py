@@ -268,3 +268,22 @@ def test_fields_take_the_wheel_only_when_focused(qtbot, dialog):
     qtbot.waitUntil(box.hasFocus, timeout=2000)
     wheel()
     assert box.value() == 257
+
+
+def test_the_experiment_page_keeps_a_prompt_table_and_a_what_if_plan(qtbot, data_dir, tmp_path, vllm_install):
+    """A plan whose num_prompts scales with concurrency opens on the Experiment page and comes back
+    out of the form as it went in (the form shows the table's minimum)."""
+    from app.main import MainWindow
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "gpu" / "what-if" / "qwen3-8b.toml"
+    w = MainWindow(tmp_path / "results.sqlite", vllm_install)
+    qtbot.addWidget(w)
+    page = w.experiment
+    page.load_file(path)
+    assert page.num_prompts.value() == 16
+    original, shown = plan.load(path), plan.loads(page.text_for_run())
+    assert [(r.concurrency, r.num_prompts) for r in shown.runs] == [(r.concurrency, r.num_prompts) for r in original.runs]
+    assert [s.imposed for s, _ in shown.servers()] == [s.imposed for s, _ in original.servers()]
+    assert shown.mode == "what-if"
+    page.num_prompts.setValue(40)  # a count the user typed replaces the table
+    assert {r.num_prompts for r in plan.loads(page.text_for_run()).runs} == {40}

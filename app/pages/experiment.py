@@ -20,7 +20,7 @@ from app.widgets.demo_bar import DemoBar
 from app.widgets.findings import FindingsPanel
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
-from app.widgets.whatif_dialog import hold_imposed, put_imposed
+from app.widgets.form_keep import hold_imposed, put_imposed
 from workbench import methods, plan, store
 from workbench.load import datasets, workloads
 from workbench.host import engine, gpus

@@ -1,9 +1,6 @@
 """The What-if dialog (Models page): which drafts to cost on a target served from its config alone,
 at which N and concurrencies, each told to accept a curve. It writes the plan into the plans folder
-and hands it to the Experiment page, where the preflight and Run apply as to any plan.
-
-Also what the Experiment form keeps of a what-if plan it has no fields for: the sweep's mode and
-each method's imposed curve (`hold_imposed`, `put_imposed`)."""
+and hands it to the Experiment page, where the preflight and Run apply as to any plan."""
 
 from __future__ import annotations
 
@@ -372,24 +369,3 @@ class WhatIfDialog(QDialog):
 
 
 # --- what the Experiment form keeps of a what-if plan ---------------------------------------------
-def hold_imposed(doc: dict, rows: list) -> list | None:
-    """(row, acceptance) for each method row of a what-if plan just shown in the form (whose rows
-    follow the plan's methods, baseline left out); None for any other plan."""
-    if (doc.get("sweep") or {}).get("mode") != "what-if":
-        return None
-    entries = [m for m in doc.get("methods", []) if m.get("method") != "baseline"]
-    return [(row, m.get("acceptance")) for row, m in zip(rows, entries)]
-
-
-def put_imposed(doc: dict, rows: list, held: list | None) -> None:
-    """Puts the held mode and curves back into the form's document. A row added since has no curve:
-    the plan check then asks for one, in one line."""
-    if held is None:
-        return
-    if (doc.get("sweep") or {}).get("mode") == "adaptive":
-        raise plan.PlanError("a what-if sweep runs every N it lists: it cannot be adaptive (uncheck adaptive N)")
-    doc.setdefault("sweep", {})["mode"] = "what-if"
-    for entry, row in zip(doc["methods"], rows):
-        accepted = next((a for r, a in held if r is row), None)
-        if accepted is not None:
-            entry["acceptance"] = accepted
