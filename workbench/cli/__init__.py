@@ -4,6 +4,7 @@ assembled here from one module per verb; each module's `register` adds its verb 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable
 
@@ -18,10 +19,49 @@ __all__ = ["CliError", "Parser", "main"]
 VERBS = (doctor, demo_model, run, runs, workloads, bench, catalog, whatif, models, train, remote, export)
 
 
+class _NotGiven:
+    """A verb's own --db while parsing, when not given: tells that from a default value, so a --db
+    before the verb can fill it; holds the verb's default for when neither is given."""
+
+    def __init__(self, default):
+        self.default = default
+
+
+def _verb_dbs(parser: argparse.ArgumentParser) -> None:
+    """Every verb's --db, nested verbs included (`remote follow`), gets its _NotGiven default."""
+    for action in parser._actions:
+        if action.dest == "db":
+            parser.set_defaults(db=_NotGiven(action.default))
+        elif isinstance(action, argparse._SubParsersAction):
+            for verb in dict.fromkeys(action.choices.values()):  # an alias names the same parser
+                _verb_dbs(verb)
+
+
+def _resolve_db(args: argparse.Namespace) -> None:
+    """One args.db from `draftbench --db FILE VERB` and `draftbench VERB --db FILE`. Both given
+    and naming different files, or a --db before a verb that opens no database, is refused."""
+    before = getattr(args, "global_db", None)
+    after = getattr(args, "db", None)
+    if isinstance(after, _NotGiven):
+        args.db = before if before is not None else after.default
+    elif after is not None:
+        if before is not None and os.path.realpath(before) != os.path.realpath(after):
+            raise CliError(f"--db given twice, before the command ({before}) and after it ({after}): give it once")
+    elif args.command is None:
+        args.db = before  # the desktop app
+    elif before is not None:
+        verb = " ".join(filter(None, (args.command, getattr(args, f"{args.command}_command", None))))
+        raise CliError(f"--db {before}: `draftbench {verb}` opens no results database")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
     p.add_argument("--version", action="version", version=f"draftbench {__version__}")
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
+    # Its own dest, since a verb's parser would overwrite `db` with its default; absent from the
+    # namespace unless given.
+    p.add_argument("--db", dest="global_db", metavar="FILE", default=argparse.SUPPRESS,
+                   help="results database, for every command that uses one (after the command too)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     g = sub.add_parser("gui", help="open the desktop app (the default)")
@@ -30,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="open the main window, print what it shows, and quit (for packaging checks)")
     for verb in VERBS:
         verb.register(sub)
+    _verb_dbs(p)
     return p
 
 
@@ -41,6 +82,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
     args = _parser().parse_args(argv)
     args.draw = draw
     try:
+        _resolve_db(args)
         if args.info:
             return doctor.doctor(args)
         if args.command in (None, "gui"):
