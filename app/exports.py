@@ -9,21 +9,29 @@ import sys
 from pathlib import Path
 
 from workbench import cli, report, store
-from workbench.analysis import answer, compare, recommend
+from workbench.analysis import answer, breakeven, compare, recommend
 from workbench.usecases import commands
-from workbench.cli.export import CHART_NAMES, add_arguments
+from workbench.cli.export import CHART_NAMES, WHAT_IF_CHART_NAMES, add_arguments
+
+ALL_CHARTS = CHART_NAMES + WHAT_IF_CHART_NAMES
+WHAT_IF_TABLE = "what_if_table"  # the what-if table's file name, apart from speedup_table (measured only)
+
 
 def all_data(rows: list[dict], db_path: str | Path | None, include_partial: bool = False) -> tuple[list, dict]:
-    """Configurations and every chart's data, per-request attribution included when the database is known."""
+    """Configurations and every chart's data, per-request attribution included when the database is
+    known; `what_if` holds the what-if table (workbench.analysis.breakeven.rows)."""
     cs = compare.configs(rows, include_partial)
     data = compare.chart_data(cs)
-    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": []})
+    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": [],
+                 "breakeven": breakeven.chart_data(cs), "what_if": breakeven.rows(cs)})
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:
             counted = compare.WITH_PARTIAL if include_partial else compare.COUNTED
             done = [r["id"] for r in rows if r["status"] in counted]
-            data.update(compare.request_data(db, done))
+            # An imposed acceptance does not depend on the prompt: what-if runs say nothing per category.
+            data.update(compare.request_data(db, [r["id"] for r in rows if r["status"] in counted
+                                                  and not compare.is_what_if(r)]))
             data.update(compare.gpu_data(db, done))
         finally:
             store.close(db)
@@ -111,22 +119,34 @@ def export_all(rows: list[dict], out: Path, formats: list[str], charts: list[str
             elif fmt == "json":
                 report.write_json(data[chartlib.DATA_OF[name]], path)
             written.append(path)
-    table = compare.speedup_table(cs)
-    for fmt in formats:
-        if fmt in ("csv", "json"):
-            path = out / f"speedup_table.{fmt}"
-            (report.write_csv if fmt == "csv" else report.write_json)(table, path)
-            written.append(path)
+    tables = [("speedup_table", compare.speedup_table(cs))]
+    if data["what_if"]:  # its own file: what-if rows never join the measured table
+        tables.append((WHAT_IF_TABLE, what_if_table(data)))
+    for name, table in tables:
+        for fmt in formats:
+            if fmt in ("csv", "json"):
+                path = out / f"{name}.{fmt}"
+                (report.write_csv if fmt == "csv" else report.write_json)(table, path)
+                written.append(path)
     return written
 
 
-def not_drawn(rows: list[dict], charts: list[str], db_path: str | Path | None = None) -> list[str]:
-    """One line per chosen chart without data: which, and why."""
+def what_if_table(data: dict) -> list[dict]:
+    """The what-if table as written to a file: every row marked what-if, with its imposed curve."""
+    return [{"what_if": True, **r} for r in data["what_if"]]
+
+
+def not_drawn(rows: list[dict], charts: list[str], db_path: str | Path | None = None,
+              every: bool = False) -> list[str]:
+    """One line per chosen chart without data: which, and why. With `every` (--chart all), a what-if
+    chart only where there are what-if runs: a measured experiment is not missing one."""
     # Deferred: the chart list lives with the drawing code, which loads pyqtgraph
     from app.widgets import charts as chartlib
 
     _, data = all_data(rows, db_path)
-    return [f"{name} not drawn: {chartlib.EMPTY[name]}" for name in charts if not chartlib.has_data(name, data)]
+    what_if = any(compare.is_what_if(r) for r in rows)
+    return [f"{name} not drawn: {chartlib.EMPTY[name]}" for name in charts
+            if not chartlib.has_data(name, data) and (what_if or not every or name not in WHAT_IF_CHART_NAMES)]
 
 
 REPORT_SIZE = (760, 480)  # shown about 560 px wide: text stays readable
@@ -139,20 +159,25 @@ def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path |
     _app()
     cs, data = all_data(rows, db_path)
     caption = answer.conditions(rows)
-    figures, missing = [], []
-    for name in CHART_NAMES:
+    figures, missing, what_if_figures = [], [], []
+    for name in ALL_CHARTS:
         if not chartlib.has_data(name, data):
-            missing.append((chartlib.CHARTS[name][0], chartlib.EMPTY[name]))
+            if name not in WHAT_IF_CHART_NAMES:
+                missing.append((chartlib.CHARTS[name][0], chartlib.EMPTY[name]))
             continue
         w = chartlib.new_plot(name)
         chartlib.draw(w, name, data, caption)
         chart_export.lay_out(w, *REPORT_SIZE)
-        figures.append((chartlib.CHARTS[name][0], chart_export.svg_text(w)))
+        # The chart's own title (a what-if one names the imposed curve's source) captions it.
+        title_of = w.getPlotItem().titleLabel.text
+        (what_if_figures if name in WHAT_IF_CHART_NAMES else figures).append((title_of, chart_export.svg_text(w)))
         w.deleteLater()
     table, crossings = the_answer(rows, cs)
     path.write_text(report.render(report.Report(
         title=title, conditions=caption, answer=table, crossovers=crossings, speedups=compare.speedup_table(cs),
-        charts=figures, not_drawn=missing, runs=sorted(rows, key=lambda r: r["id"]))), encoding="utf-8")
+        charts=figures, not_drawn=missing, runs=sorted(rows, key=lambda r: r["id"]),
+        what_if=data["what_if"], what_if_sentences=breakeven.sentences(cs),
+        what_if_source=breakeven.source_text(data["what_if"]), what_if_charts=what_if_figures)), encoding="utf-8")
     return path
 
 
@@ -168,14 +193,14 @@ def main(argv: list[str]) -> int:
             bad = [f for f in formats if f not in ("png", "svg", "pdf", "csv", "json")]
             if bad:
                 raise ExportError(f"unknown format {bad[0]!r}; choose from png, svg, pdf, csv, json")
-            names = list(CHART_NAMES) if args.chart == "all" else [c.strip() for c in args.chart.split(",")]
-            if [c for c in names if c not in CHART_NAMES]:
-                raise ExportError(f"unknown chart; choose from all, {', '.join(CHART_NAMES)}")
+            names = list(ALL_CHARTS) if args.chart == "all" else [c.strip() for c in args.chart.split(",")]
+            if [c for c in names if c not in ALL_CHARTS]:
+                raise ExportError(f"unknown chart; choose from all, {', '.join(ALL_CHARTS)}")
             if not (16 <= args.width <= 20000 and 16 <= args.height <= 20000 and 30 <= args.dpi <= 2400):
                 raise ExportError("width and height must be 16..20000 pixels and dpi 30..2400")
             for path in export_all(rows, Path(args.out), formats, names, args.width, args.height, args.dpi, args.db):
                 print(path)
-            for line in not_drawn(rows, names, args.db):
+            for line in not_drawn(rows, names, args.db, every=args.chart == "all"):
                 print(f"draftbench: {line}", file=sys.stderr)
         else:
             title = args.title or f"Draftbench report: {len(rows)} runs"

@@ -8,13 +8,15 @@ import time
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 from app.models.columns import header as column_header
+from workbench.analysis import compare
 from workbench.host import provenance
 
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
     ("status", "Status", "pending, running, completed, partial (some requests failed: left out of speedups), failed or cancelled"),
     ("target", "Target", "The served model"),
-    ("method", "Method", "Drafting method; baseline = no speculation"),
+    ("method", "Method", "Drafting method; baseline = no speculation; '(what-if)': dummy weights and an imposed "
+                         "acceptance, kept out of measured tables (hover for the curve's source)"),
     ("n", "N", "Number of speculative tokens per step"),
     ("workload", "Workload", "Prompt set"),
     ("concurrency", "Conc.", "Requests in flight at once"),
@@ -75,9 +77,13 @@ class RunsModel(RowsModel):
                 return provenance.summary(json.loads(value))
             if key == "gpus":
                 return ",".join(map(str, json.loads(value)))
+            if key == "method" and compare.is_what_if(self._rows[index.row()]):
+                return f"{value} (what-if)"
             return FORMATS.get(key, "{}").format(value)
         if role == Qt.ToolTipRole and key in ("target", "error") and value:
             return str(value)
+        if role == Qt.ToolTipRole and key == "method" and compare.is_what_if(self._rows[index.row()]):
+            return compare.marker(self._rows[index.row()])
         if role == Qt.ToolTipRole and key == "provenance" and value:
             return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
         if role == SORT_ROLE:

@@ -1,25 +1,28 @@
 """The Compare page, answer first: each method's best configuration per target x workload x
 concurrency with its interval and noise verdict, where speculation stops paying, and the command
-that serves the chosen configuration; below, one large chart with a chooser, and exports."""
+that serves the chosen configuration; below, one large chart with a chooser, and exports. What-if
+runs (dummy weights, acceptance imposed) are in a section of their own (app.widgets.what_if_panel),
+never in the answer, and in the measured table only when the user ticks for them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
     QPushButton, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from app.widgets.provenance_note import ProvenanceNote
-from app.exports import CHART_NAMES, all_data, the_answer, write_report
+from app.exports import ALL_CHARTS, CHART_NAMES, WHAT_IF_TABLE, all_data, the_answer, what_if_table, write_report
 from app.models.answer_model import AnswerModel
 from app.models.runs_model import RowsModel
 from app.widgets import chart_export, charts as chartlib
+from app.widgets.what_if_panel import WhatIfPanel
 from workbench import report
-from workbench.analysis import answer, compare
+from workbench.analysis import answer, breakeven, compare
 
 TIPS = {
     "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
@@ -48,6 +51,13 @@ class SpeedupModel(RowsModel):
             return row.get(key)
         if role == Qt.ToolTipRole and key == "target":
             return row.get(key)
+        if row.get("what_if"):  # let in by the user's tick: marked in italics, its source on hover
+            if role == Qt.FontRole:
+                font = QFont()
+                font.setItalic(True)
+                return font
+            if role == Qt.ToolTipRole:
+                return f"what-if, acceptance imposed: {row.get('imposed_source')} (dummy weights, not measured)"
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
@@ -78,6 +88,7 @@ class ComparePage(QWidget):
         self.rows: list[dict] = []
         self.db_path: Path | None = None
         self.data: dict = {}
+        self.cs: list = []
         self.caption = ""
         self.title = QLabel(EMPTY_TITLE)
         self.title.setWordWrap(True)
@@ -85,6 +96,13 @@ class ComparePage(QWidget):
         self.partial_box.setToolTip("Runs whose requests partly failed in the window are left out of every "
                                     "speedup and chart unless this is ticked")
         self.partial_box.toggled.connect(lambda _: self.set_runs(self.rows, self.db_path))
+        self.what_if_box = QCheckBox("Include what-if rows in the measured table")
+        self.what_if_box.setToolTip("What-if runs (dummy weights, acceptance imposed) are kept out of the measured "
+                                    "table (All figures) unless this is ticked; they are never in the answer "
+                                    "above, and are always in the what-if section")
+        self.what_if_box.toggled.connect(lambda _: self._fill_table())
+        self.what_if = WhatIfPanel()
+        self.what_if.setVisible(False)
 
         self.answer_model = AnswerModel(self)
         self.answer = _table(self.answer_model)
@@ -148,6 +166,7 @@ class ComparePage(QWidget):
         bar = QHBoxLayout()
         bar.addWidget(self.title, 1)
         bar.addWidget(self.partial_box)
+        bar.addWidget(self.what_if_box)
         exports = QHBoxLayout()
         exports.addStretch(1)
         for label, w in (("PNG width", self.width_box), ("height", self.height_box), ("", self.dpi_box)):
@@ -166,9 +185,11 @@ class ComparePage(QWidget):
         split = QSplitter(Qt.Vertical)
         split.addWidget(top)
         split.addWidget(self.below)
+        split.addWidget(self.what_if)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
-        split.setSizes([280, 520])
+        split.setStretchFactor(2, 3)
+        split.setSizes([280, 520, 420])
         self.split = split
         self.provenance_note = ProvenanceNote()
         layout = QVBoxLayout(self)
@@ -185,13 +206,19 @@ class ComparePage(QWidget):
         self.caption = answer.conditions(rows) if rows else ""
         for name, plot in self.plots.items():
             chartlib.draw(plot, name, self.data, self.caption)
-        self.table_model.set_rows(compare.speedup_table(cs))
+        self.cs = cs
+        self._fill_table()
+        self.what_if.set_data(self.data, breakeven.sentences(cs), self.caption)
+        self.what_if_box.setEnabled(any(c.what_if for c in cs))
         self.provenance_note.show_for(rows)
         table, crossings = the_answer(rows, cs) if rows else ([], [])
         self.answer_model.set_rows(table)
-        self.crossover.setText("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in crossings)
-                               if crossings else "")
-        self.crossover.setVisible(bool(crossings))
+        text = ("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in crossings)
+                if crossings else "")
+        if not table and self.data.get("what_if"):
+            text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
+        self.crossover.setText(text)
+        self.crossover.setVisible(bool(text))
         self._fill_chooser()
         fastest = next((i for i, r in enumerate(table) if r["fastest"]), 0 if table else None)
         if fastest is not None:
@@ -200,6 +227,13 @@ class ComparePage(QWidget):
             self.command.setText("")
             self.copy_button.setEnabled(False)
         self._say_title(rows)
+
+    def _fill_table(self) -> None:
+        """The measured table; what-if rows after it, marked, only when the user ticks for them."""
+        rows = compare.speedup_table(self.cs)
+        if self.what_if_box.isChecked():
+            rows += compare.speedup_table(self.cs, what_if=True)
+        self.table_model.set_rows(rows)
 
     def _say_title(self, rows: list[dict]) -> None:
         if not rows:
@@ -214,6 +248,9 @@ class ComparePage(QWidget):
             note += f" · {partial} partial run(s) {'counted' if self.partial_box.isChecked() else 'left out'}"
         if failed:
             note += f" · {failed} failed"
+        what_if = sum(1 for r in rows if compare.is_what_if(r))
+        if what_if:
+            note += f" · {what_if} what-if run(s) (acceptance imposed: {self.what_if.source or '?'}), apart below"
         self.title.setText(f"Experiment {', '.join(map(str, experiments))}: <b>{done}</b> of {len(rows)} runs "
                            f"completed{note} · {self.caption}")
 
@@ -267,7 +304,7 @@ class ComparePage(QWidget):
         """Every chart with data: PNG/SVG/PDF at the chosen size, its data as CSV and JSON."""
         folder.mkdir(parents=True, exist_ok=True)
         written = []
-        for name, plot in self.plots.items():
+        for name in ALL_CHARTS:
             if not chartlib.has_data(name, self.data):
                 continue
             w = chartlib.new_plot(name)  # drawn apart, so the page's chart keeps its size
@@ -280,6 +317,11 @@ class ComparePage(QWidget):
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{name}.{suffix}"
                 writer(self.data[chartlib.DATA_OF[name]], path)
+                written.append(path)
+        if self.data.get("what_if"):  # the what-if table in files of its own, never the measured one's
+            for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
+                path = folder / f"{WHAT_IF_TABLE}.{suffix}"
+                writer(what_if_table(self.data), path)
                 written.append(path)
         return written
 

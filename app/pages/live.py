@@ -20,6 +20,7 @@ from app.widgets.charts import right_axis_curve, side_legend
 from app.widgets.theme import integer_ticks
 from app.models.dbpoll import RunFeed
 from workbench import events
+from workbench.analysis import compare
 from workbench.metrics import telemetry
 from workbench.report import palette
 
@@ -262,8 +263,10 @@ class LivePage(QWidget):
             elif row["status"] == "failed":
                 figures = f" — {row['error']}"
             state = self.starting if self.starting and row["status"] == "pending" else row["status"]
+            # A what-if run's acceptance is imposed, not measured: its title says so and from where.
+            what_if = f" · <b>{html.escape(compare.marker(row))}</b>" if compare.is_what_if(row) else ""
             self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
-                               f"concurrency {row['concurrency']} · <i>{html.escape(state)}</i>{figures}")
+                               f"concurrency {row['concurrency']} · <i>{html.escape(state)}</i>{what_if}{figures}")
             if row["status"] in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
         if any(new.values()):

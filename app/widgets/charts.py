@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from app.widgets import theme
+from app.widgets import theme, what_if_look
 from workbench.analysis import recommend
 from workbench.report import palette
 
@@ -44,7 +44,16 @@ CHARTS = {
     "gpus": ("GPU power per configuration", "mean power (W)", "configuration",
              "Mean power of each GPU over a run's window, and their sum ('all GPUs') for tensor-parallel "
              "runs; hover a bar for utilisation"),
+    "breakeven": ("Speedup against p1 (what-if)", "speedup (x baseline)",
+                  "acceptance at draft position 1 (p1, imposed shape scaled)",
+                  "What-if runs only (dummy weights, acceptance imposed): the speedup each configuration would "
+                  "reach at every p1, from its measured step cost (MAL read back / speedup): speedup = MAL / "
+                  "step cost. Filled point: the run itself. It pays above the dashed line at 1.0"),
 }
+# Charts of what-if runs alone, drawn in the what-if section, never among the measured ones.
+WHAT_IF_CHARTS = ("breakeven",)
+# Charts whose x axis is a fraction, not whole numbers.
+FRACTION_X = ("breakeven",)
 # Which data set each chart draws (two charts share the efficiency rows).
 DATA_OF = {name: ("efficiency" if name == "mal" else name) for name in CHARTS}
 
@@ -60,7 +69,8 @@ EMPTY = {"per_position": "no speculative run with a per-position acceptance curv
          "by_category": "needs per-request spec-decode metrics from a workload with prompt categories",
          "by_prompt_length": "needs per-request spec-decode metrics (vLLM's per-request statistics)",
          "energy": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none",
-         "gpus": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none"}
+         "gpus": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none",
+         "breakeven": "needs what-if runs (acceptance imposed) and their what-if baseline"}
 # Concurrencies are told apart by the line's dash, colours being the method's.
 DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
 LEGEND_ROW = 22  # pixels per legend entry
@@ -112,7 +122,8 @@ def new_plot(name: str) -> pg.PlotWidget:
     side_legend(w)
     pi.caption = pg.LabelItem("", size="8pt", color="#666666", justify="left")
     pi.layout.addItem(pi.caption, 4, 0, 1, 4)
-    theme.integer_ticks(w)
+    if name not in FRACTION_X:
+        theme.integer_ticks(w)
     # Ratios like an efficiency of 0.5 must not be shown as "500 (x0.001)".
     for side in ("left", "bottom"):
         w.getAxis(side).enableAutoSIPrefix(False)
@@ -143,11 +154,29 @@ def row_colour(r: dict) -> str:
 
 
 def _dash(rows_by_series: dict[str, list[dict]]) -> dict[int, Qt.PenStyle]:
-    levels = sorted({items[0].get("concurrency") for items in rows_by_series.values()} - {None})
+    """A measured series' concurrency by its dash (what-if series have a dash of their own)."""
+    levels = sorted({items[0].get("concurrency") for items in rows_by_series.values()
+                     if not items[0].get("what_if")} - {None})
     return {c: DASHES[i % len(DASHES)] for i, c in enumerate(levels)}
 
 
-def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine) -> None:
+def _looks(rows_by_series: dict[str, list[dict]]) -> dict[str, dict]:
+    """Each series' look as _line's keywords: a measured one's dash tells its concurrency; a
+    what-if one is drawn apart (app.widgets.what_if_look), its marker telling its concurrency."""
+    dash, shape = _dash(rows_by_series), what_if_look.symbols(rows_by_series)
+    looks = {}
+    for name, items in rows_by_series.items():
+        c = items[0].get("concurrency")
+        looks[name] = ({"what_if": True, "symbol": shape.get(c, "o")} if items[0].get("what_if")
+                       else {"style": dash.get(c, Qt.SolidLine)})
+    return looks
+
+
+def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine, what_if: bool = False,
+          symbol: str = "o") -> None:
+    if what_if:
+        what_if_look.line(w, colour, x, y, name, ci, symbol)
+        return
     x, y = np.asarray(x, float), np.asarray(y, float)
     w.plot(x, y, name=name, pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=7,
            symbolBrush=colour, symbolPen=pg.mkPen(colour))
@@ -161,31 +190,39 @@ def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, 
     """One line per method and context against N (the method's colour, the context's dash), and a
     grey line per context at its baseline's value, named in the legend with that value."""
     series = _series(rows)
+    looks = _looks(series)
     dash = _dash(series)
     baselines = {}
     ns = [r["n"] for r in rows if r.get("n") is not None]
     for name, items in series.items():
-        style = dash.get(items[0].get("concurrency"), Qt.SolidLine)
         _line(w, row_colour(items[0]), [r["n"] for r in items],
               [np.nan if r[key] is None else r[key] for r in items], name,
-              [r[ci] for r in items] if ci else None, style)
+              [r[ci] for r in items] if ci else None, **looks[name])
         if items[0].get(baseline_key):
-            baselines[name.split(" · ", 1)[1]] = (items[0][baseline_key], style)
-    for context, (base, style) in sorted(baselines.items()):
-        w.plot([min(ns), max(ns)], [base, base], name=f"baseline · {context}: {fmt.format(base)} {unit}",
-               pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
+            # A what-if run's baseline is the what-if one (dummy weights): its line is marked too.
+            what_if = bool(items[0].get("what_if"))
+            baselines[(name.split(" · ", 1)[1], what_if)] = (
+                items[0][baseline_key], dash.get(items[0].get("concurrency"), Qt.SolidLine))
+    for (context, what_if), (base, style) in sorted(baselines.items()):
+        line_pen = (what_if_look.pen(palette.BASELINE) if what_if else
+                    pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
+        w.plot([min(ns), max(ns)], [base, base], pen=line_pen,
+               name=f"baseline{' (what-if)' if what_if else ''} · {context}: {fmt.format(base)} {unit}")
 
 
 def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_of, height_key: str,
           colour_of, tip_of=None) -> None:
-    """Grouped bars: one bar series per legend entry, its colour the entry's swatch."""
+    """Grouped bars: one bar series per legend entry, its colour the entry's swatch; a what-if
+    row's bar pale and dash-outlined."""
     w.getAxis("bottom").setTicks([[(i + 1, g) for i, g in enumerate(groups)]])
     width = 0.8 / max(1, len(series))
     for i, (name, rows) in enumerate(series.items()):
         xs = [x_of(r) + 1 - 0.4 + width * (i + 0.5) for r in rows]
         colour = colour_of(i, rows[0])
+        looks = [what_if_look.bar_look(colour, bool(r.get("what_if"))) for r in rows]
         bars = pg.BarGraphItem(x=xs, height=[r[height_key] for r in rows], width=width * 0.9,
-                               brush=colour, pen=pg.mkPen(colour))
+                               brush=colour, pen=pg.mkPen(colour), brushes=[b for b, _ in looks],
+                               pens=[p for _, p in looks])
         if tip_of:
             bars.setToolTip(tip_of(rows))
         w.addItem(bars)
@@ -199,24 +236,27 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
     pi.legend.clear()
     pi.caption.setText(caption)
     w.getAxis("bottom").setTicks(None)
+    if name in WHAT_IF_CHARTS:
+        w.setTitle(CHARTS[name][0])  # until the rows say which acceptance was imposed
     if not has_data(name, data):
         return False
     rows = data[DATA_OF[name]]
+    if name not in WHAT_IF_CHARTS:
+        pi.caption.setText(caption + what_if_look.note(rows))
     if name == "per_position":
         series = _series(rows)
-        dash = _dash(series)
+        looks = _looks(series)
         for s, items in series.items():
             _line(w, row_colour(items[0]), [r["position"] for r in items], [r["acceptance"] for r in items], s,
-                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
+                  **looks[s])
         w.setYRange(0, 1.05)
     elif name == "throughput":
         _against_n(w, rows, "tok_s", "baseline_tok_s", "tok/s", "{:.1f}", ci="tok_s_ci95")
     elif name in ("efficiency", "mal"):
         series = _series([r for r in rows if r.get(name) is not None])
-        dash = _dash(series)
+        looks = _looks(series)
         for s, items in series.items():
-            _line(w, row_colour(items[0]), [r["n"] for r in items], [r[name] for r in items], s,
-                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
+            _line(w, row_colour(items[0]), [r["n"] for r in items], [r[name] for r in items], s, **looks[s])
     elif name == "prediction":
         draw_prediction(w, rows)
     elif name == "by_category":
@@ -225,10 +265,10 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
               "mal", lambda i, r: row_colour(r))
     elif name == "by_prompt_length":
         series = _series(rows)
-        dash = _dash(series)
+        looks = _looks(series)
         for s, items in series.items():
             _line(w, row_colour(items[0]), [r["prompt_tokens_from"] for r in items], [r["mal"] for r in items], s,
-                  style=dash.get(items[0].get("concurrency"), Qt.SolidLine))
+                  **looks[s])
     elif name == "energy":
         _against_n(w, rows, "joules_per_token", "baseline_joules_per_token", "J/token", "{:.3f}")
     elif name == "gpus":
@@ -245,8 +285,13 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
     elif name == "concurrency":
         for s, items in _series(rows).items():
             _line(w, row_colour(items[0]), [r["concurrency"] for r in items], [r["speedup"] for r in items], s,
-                  [r["speedup_ci95"] for r in items])
+                  [r["speedup_ci95"] for r in items], what_if=bool(items[0].get("what_if")))
         _unity(w, [r["concurrency"] for r in rows])
+    elif name == "breakeven":
+        w.setTitle(what_if_look.title(CHARTS[name][0], rows))
+        # A long source must not widen the data's column and push the legend out of the plot.
+        pi.titleLabel.setMinimumWidth(0)
+        what_if_look.draw_breakeven(w, rows)
     return True
 
 

@@ -29,6 +29,7 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
             "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
+            "what_if": compare.marker(r),
         })
     return table
 
@@ -46,7 +47,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
     s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
     pp = json.loads(r["per_position"]) if r["per_position"] else None
     return [
-        ("run", str(r["id"])), ("status", r["status"] + (f": {r['error']}" if r["error"] else "")),
+        ("run", str(r["id"])), *_what_if(r), ("status", r["status"] + (f": {r['error']}" if r["error"] else "")),
         ("target", r["target"]), ("method", r["method"]), ("draft", r["draft"] or "-"),
         ("N", "-" if r["n"] is None else str(r["n"])), ("workload", r["workload"]),
         ("concurrency", str(r["concurrency"])), ("temperature", str(r["temperature"])),
@@ -69,6 +70,17 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("command", r["command"] or ""),
         *_provenance(r.get("provenance")),
     ]
+
+
+def _what_if(r: dict) -> list[tuple[str, str]]:
+    """A what-if run's marker and curve, said before its figures (nothing for a measured run)."""
+    if not compare.is_what_if(r):
+        return []
+    curve = compare.imposed(r)
+    lines = [("what-if", compare.marker(r) + "; served with dummy weights, not measured acceptance")]
+    if curve and curve.get("rates"):
+        lines.append(("imposed per-position", " ".join(f"{p:.3f}" for p in curve["rates"])))
+    return lines
 
 
 def _provenance(text: str | None) -> list[tuple[str, str]]:

@@ -63,10 +63,34 @@ def curve(row: dict) -> list[dict]:
     return [{"p1": p, "mal": 1.0 + p * sum(r), "speedup": (1.0 + p * sum(r)) / row["step_cost"]} for p in GRID]
 
 
+def measured_p1(row: dict) -> float | None:
+    """Where the run itself sits on its curve: the p1 whose scaled shape gives the MAL read back
+    (close to the imposed p1; on the curve by construction, as the step cost came from it)."""
+    total = sum(shape(row["imposed_rates"]))
+    return (row["mal"] - 1.0) / total if total > 0 else None
+
+
 def chart_data(cs: list[Config]) -> list[dict]:
+    """The break-even chart's rows: per configuration x concurrency, speedup against p1, with the
+    run's own point (measured_p1, speedup_measured) and the source of its imposed curve, so a file
+    of these rows says it is not measured acceptance."""
     return [{"series": f"{row['config']} · c={row['concurrency']}", "method": row["method"], "config_n": row["n"],
-             "workload": row["workload"], "concurrency": row["concurrency"], **point}
+             "workload": row["workload"], "concurrency": row["concurrency"], **point,
+             "what_if": True, "imposed_source": row["imposed_source"], "step_cost": row["step_cost"],
+             "break_even_p1": row["break_even_p1"], "measured_p1": measured_p1(row),
+             "speedup_measured": row["speedup"]}
             for row in rows(cs) for point in curve(row)]
+
+
+def source_text(items: list) -> str:
+    """The imposed curves' sources, once each ("typed", "published: ..."), for a title that says
+    what acceptance was imposed; items are configurations or rows with `imposed_source`."""
+    found = []
+    for item in items:
+        source = item.get("imposed_source") if isinstance(item, dict) else (item.imposed or {}).get("source")
+        if source and source not in found:
+            found.append(source)
+    return "; ".join(found) or "?"
 
 
 def sentence(group: list[dict]) -> str:

@@ -70,6 +70,18 @@ def imposed(row: dict) -> dict | None:
     return json.loads(text) if text else None
 
 
+def marker(row: dict) -> str:
+    """How a what-if run is marked wherever runs are listed ("" for a measured run), so an imposed
+    acceptance is never read as a measured one."""
+    if not is_what_if(row):
+        return ""
+    curve = imposed(row)
+    if curve is None:
+        return "what-if baseline (dummy weights)"
+    mal = f" (MAL {curve['mal']:.2f})" if curve.get("mal") is not None else ""
+    return f"what-if, acceptance imposed: {curve.get('source') or '?'}{mal}"
+
+
 def config_key(row: dict) -> tuple:
     return (row["target"], row["method"], row.get("draft"), row.get("n"), row["workload"], row["concurrency"],
             row.get("request_rate"), row.get("max_tokens"), row.get("temperature"), row.get("top_p"),
@@ -216,8 +228,14 @@ def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
 
 def _who(c: Config, n: int | None = None) -> dict:
     """What a chart row belongs to: its method (and N, for a row of one configuration) pick its
-    colour; workload and concurrency its context."""
-    return {"method": c.method, "config_n": n, "workload": c.workload, "concurrency": c.concurrency}
+    colour; workload and concurrency its context; a what-if row is drawn apart and says its source."""
+    return {"method": c.method, "config_n": n, "workload": c.workload, "concurrency": c.concurrency,
+            "what_if": c.what_if, "imposed_source": (c.imposed or {}).get("source")}
+
+
+def _method(c: Config) -> str:
+    """A series' method, marked when what-if: a what-if line never merges with a measured one."""
+    return f"{c.method} (what-if)" if c.what_if else c.method
 
 
 def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
@@ -226,24 +244,24 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
     per_position = [{"series": f"{c.label} · {c.workload} · c={c.concurrency}", **_who(c, c.n), "position": i + 1,
                      "acceptance": p}
                     for c in spec if c.per_position for i, p in enumerate(c.per_position)]
-    throughput = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "tok_s": c.tok_s.mean,
+    throughput = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "tok_s": c.tok_s.mean,
                    "tok_s_ci95": c.tok_s.ci95, "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None}
                   for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
-    efficiency = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "mal": c.mal.mean,
+    efficiency = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "mal": c.mal.mean,
                    "speedup": c.speedup, "efficiency": c.efficiency}
                   for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
     by_conc: dict[tuple, set] = {}
     for c in spec:
-        by_conc.setdefault((c.method, c.n, c.workload), set()).add(c.concurrency)
+        by_conc.setdefault((c.method, c.n, c.workload, c.what_if), set()).add(c.concurrency)
     concurrency = [{"series": f"{c.label} · {c.workload}", **_who(c, c.n), "speedup": c.speedup,
                     "speedup_ci95": c.speedup_ci95}
                    for c in sorted(spec, key=lambda c: (c.method, c.n or 0, c.workload, c.concurrency))
-                   if len(by_conc[(c.method, c.n, c.workload)]) > 1]
+                   if len(by_conc[(c.method, c.n, c.workload, c.what_if)]) > 1]
     def joules(c: Config | None) -> float | None:
         if c is None:
             return None
         return estimate(r.get("joules_per_token") for r in c.rows).mean
-    energy = [{"series": f"{c.method} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n,
+    energy = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n,
                "joules_per_token": joules(c),
                "baseline_joules_per_token": joules(c.baseline)}
               for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0)) if joules(c)]
@@ -262,13 +280,14 @@ def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
         t1 = r["finished"]
         t0 = t1 - r["window_s"] - 1.0
         readings = store.gpu_means(db, run_id, t0, t1)
-        config = f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])} · c={r['concurrency']}"
+        config = (f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])}"
+                  f"{' (what-if)' if is_what_if(r) else ''} · c={r['concurrency']}")
         for physical, index, power, util in readings:
             out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
-                        "power_w": power, "util_pct": util})
+                        "power_w": power, "util_pct": util, "what_if": is_what_if(r)})
         if len(readings) > 1 and all(x[2] is not None for x in readings):
             out.append({"config": config, "run": run_id, "gpu": "all GPUs",
-                        "power_w": sum(x[2] for x in readings), "util_pct": None})
+                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": is_what_if(r)})
     return {"gpus": out}
 
 

@@ -275,9 +275,12 @@ def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE) -> di
 
 def chart_rows(cs: list[Config]) -> list[dict]:
     """The Compare chart of speedup against N: per method x workload x concurrency, the predicted
-    speedup with its 95% interval at every N up to N_max, and the measured speedup where run."""
+    speedup with its 95% interval at every N up to N_max, and the measured speedup where run.
+    Measured configurations only: a prediction is a recommendation, and none rests on an imposed
+    acceptance (a what-if run's break-even chart is its own, workbench.analysis.breakeven)."""
     out = []
-    for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
+    measured = [c for c in cs if not c.what_if]
+    for key, rec in sorted(from_configs(measured).items(), key=lambda kv: [str(k) for k in kv[0]]):
         series = f"{key[2]} · {key[5]} · c={key[6]}"
         for p in rec.curve:
             out.append({"series": series, "method": key[2], "config_n": None, "workload": key[5],

@@ -21,6 +21,8 @@ Draw = Callable[[list[str]], int]
 
 CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
                "by_prompt_length", "energy", "gpus")
+# Charts of what-if runs alone (acceptance imposed), apart from the measured ones above.
+WHAT_IF_CHART_NAMES = ("breakeven",)
 
 
 def _ids(text: str) -> list[int]:
@@ -38,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     if verb == "export":
         parser.add_argument("--out", default="draftbench-export", help="folder to write into")
         parser.add_argument("--format", default="png,svg,pdf,csv,json", help="any of png,svg,pdf,csv,json")
-        parser.add_argument("--chart", default="all", help=f"all, or any of {','.join(CHART_NAMES)}")
+        parser.add_argument("--chart", default="all",
+                            help=f"all, or any of {','.join(CHART_NAMES + WHAT_IF_CHART_NAMES)}")
         parser.add_argument("--width", type=int, default=1200)
         parser.add_argument("--height", type=int, default=800)
         parser.add_argument("--dpi", type=int, default=150)

@@ -27,6 +27,7 @@ def runs(args) -> int:
     db = open_db(args.db, readonly=True)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import store
+    from workbench.analysis import compare
 
     rows = store.runs(db)
     if args.json:
@@ -35,7 +36,13 @@ def runs(args) -> int:
     cols = [("id", "{}"), ("experiment_id", "{}"), ("status", "{}"), ("method", "{}"), ("n", "{}"),
             ("workload", "{}"), ("concurrency", "{}"), ("repeat", "{}"), ("mal", "{:.2f}"),
             ("acceptance_rate", "{:.3f}"), ("output_tok_s", "{:.1f}")]
-    print(table([c for c, _ in cols], [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]))
+    cells = [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]
+    header = [c for c, _ in cols]
+    if any(compare.is_what_if(r) for r in rows):  # only where some run's acceptance was imposed
+        header.append("what-if")
+        for line, row in zip(cells, rows):
+            line.append(compare.marker(row))
+    print(table(header, cells))
     return 0
 
 
@@ -67,12 +74,17 @@ def show(args) -> int:
             "speedup", "per_position"]
     if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
+    if any(r["what_if"] for r in rows):  # only where some run's acceptance was imposed
+        header.append("what-if")
+        keys.append("what_if")
     print(table(header, [[r[k] for k in keys] for r in rows]))
     stored = store.runs_of_experiment(db, exp)
-    configurations = compare.speedup_table(compare.configs(stored, args.include_partial))
+    cs = compare.configs(stored, args.include_partial)
+    configurations = compare.speedup_table(cs)
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
+    print_what_if(cs)
     partial = [r for r in stored if r["status"] == "partial"]
     if partial:
         what = "counted in" if args.include_partial else "left out of (--include-partial counts them)"
@@ -87,6 +99,24 @@ def show(args) -> int:
 
 
 SPEEDUP_TITLE = "best N by configuration, as on the Compare page (speedup ± its 95% interval over repeats):"
+WHAT_IF_TITLE = ("what-if (acceptance imposed: {source}; dummy weights, never in the table above): step cost = "
+                 "MAL read back / speedup, in baseline steps; it pays once MAL exceeds it:")
+
+
+def print_what_if(cs: list) -> None:
+    """The what-if configurations' table and where each pays, under a title naming the imposed curve."""
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench import report
+    from workbench.analysis import breakeven
+
+    rows = breakeven.rows(cs)
+    if not rows:
+        return
+    print("\n" + WHAT_IF_TITLE.format(source=breakeven.source_text(rows)))
+    print(table([label for _, label, _ in report.WHAT_IF_COLUMNS],
+                [[report.what_if_cell(r, key, fmt) for key, _, fmt in report.WHAT_IF_COLUMNS] for r in rows]))
+    for line in breakeven.sentences(cs):
+        print(f"  {line}")
 
 
 def speedup_text(configurations: list[dict]) -> str:

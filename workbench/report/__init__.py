@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from workbench.report.html import Report, render
-from workbench.report.table import TABLE_COLUMNS, cell, shown, speedup_text
+from workbench.report.table import TABLE_COLUMNS, WHAT_IF_COLUMNS, WHAT_IF_TIPS, cell, shown, speedup_text, what_if_cell
 
-__all__ = ["Report", "render", "TABLE_COLUMNS", "cell", "shown", "speedup_text", "write_csv", "write_json"]
+__all__ = ["Report", "render", "TABLE_COLUMNS", "WHAT_IF_COLUMNS", "WHAT_IF_TIPS", "cell", "shown", "speedup_text",
+           "what_if_cell", "write_csv", "write_json"]
 
 
 def write_csv(rows: list[dict], path: str | Path) -> None:
@@ -17,7 +18,10 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        # A list (an imposed curve) as its numbers separated by spaces, as `draftbench show` prints
+        # a per-position curve, rather than Python's brackets.
+        writer.writerows({k: " ".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
+                         for r in rows)
 
 
 def write_json(rows: list[dict], path: str | Path) -> None:

@@ -86,6 +86,9 @@ def import_file(db: store.Database, path: str | Path, method: str = "baseline", 
         "command": "vllm bench serve (imported)", "started": time.time(), "finished": time.time(),
         **to_run(data),
     }
+    if data.get("what_if"):  # a what-if run exported by draftbench stays one when imported back
+        row["what_if"] = 1
+        row["imposed"] = json.dumps(data["imposed"]) if isinstance(data.get("imposed"), dict) else None
     return store.add_imported_run(db, row)
 
 
@@ -108,4 +111,11 @@ def export_run(row: dict) -> dict:
     if row.get("provenance"):
         # Not a field of vllm bench serve's own files, which ignore keys they do not know.
         out["draftbench_provenance"] = json.loads(row["provenance"])
+    if row.get("what_if"):
+        # Served with dummy weights and an imposed acceptance: the file says so, with the curve,
+        # so its figures are never read (or imported back) as measured ones.
+        out["what_if"] = True
+        out["label"] += " (what-if)"
+        if row.get("imposed"):
+            out["imposed"] = json.loads(row["imposed"])
     return out

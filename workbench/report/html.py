@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from workbench import __version__
 from workbench.report.provenance_html import section as provenance_section
-from workbench.report import palette
+from workbench.report import palette, what_if_html
 from workbench.report.table import cell, speedup_text
 
 STYLE = """
@@ -46,6 +46,11 @@ class Report:
     charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
     not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
     runs: list[dict] = field(default_factory=list)
+    # What-if runs (acceptance imposed), in a section of their own, never in the answer above.
+    what_if: list[dict] = field(default_factory=list)                 # workbench.analysis.breakeven.rows
+    what_if_sentences: list[str] = field(default_factory=list)        # workbench.analysis.breakeven.sentences
+    what_if_source: str = ""                                          # the imposed curves' sources
+    what_if_charts: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG text)
 
 
 def _e(value) -> str:
@@ -89,7 +94,8 @@ def _image(title: str, svg: str) -> str:
 
 def runs_html(runs: list[dict]) -> str:
     rows = "".join(
-        f"<tr><td>{r['id']}</td><td class=l>{_chip(r['method'], r.get('n'))}{_e(r['method'])}</td>"
+        f"<tr{' class=what-if' if r.get('what_if') else ''}><td>{r['id']}</td>"
+        f"<td class=l>{_chip(r['method'], r.get('n'))}{_e(r['method'])}{' (what-if)' if r.get('what_if') else ''}</td>"
         f"<td>{'' if r.get('n') is None else r['n']}</td><td class=l>{_e(r['workload'])}</td><td>{r['concurrency']}</td>"
         f"<td>{r.get('repeat') or ''}</td><td class=l>{_e(r['status'])}</td><td>{cell(r, 'output_tok_s', '{:.1f}')}</td>"
         f"<td>{cell(r, 'mal', '{:.2f}')}</td><td>{cell(r, 'acceptance_rate', '{:.3f}')}</td></tr>" for r in runs)
@@ -115,21 +121,32 @@ def render(r: Report) -> str:
     missing = "".join(f"<li>{_e(title)}: {_e(why)}</li>" for title, why in r.not_drawn)
     crossings = "".join(f"<li>{_e(c['target_short'])} · {_e(c['workload'])}: {_e(c['text'])}</li>"
                         for c in r.crossovers) or "<li>Every configuration ran at one concurrency only.</li>"
+    serve = serve_html(r.answer)
+    if not r.answer and r.what_if:
+        # Only what-if runs: an empty answer is not "nothing beat the baseline".
+        crossings = "<li>No measured speculative run here.</li>"
+        serve = ('<p>No measured speculative run here: every speculative run is a what-if run (acceptance '
+                 'imposed), in <a href="#what-if">its own section</a> below.</p>')
+    only_measured = (" Measured runs only: what-if runs (acceptance imposed) are in "
+                     '<a href="#what-if">their own section</a>.') if r.what_if else ""
+    what_if = what_if_html.section(r.what_if, r.what_if_sentences, r.what_if_source,
+                                   "".join(_image(title, svg) for title, svg in r.what_if_charts))
     generated = time.strftime("%Y-%m-%d %H:%M")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(r.title)}</title><style>{STYLE}</style></head><body>
+<title>{_e(r.title)}</title><style>{STYLE}{what_if_html.STYLE}</style></head><body>
 <h1>{_e(r.title)}</h1>
 <p class="conditions">{_e(r.conditions)}</p>
 <h2>Which method and N is fastest</h2>
 <p class="note">Per target, workload and concurrency: each method at its best N. Speedup = output tokens/s / the
 matching baseline's (same target, workload, concurrency and sampling); ± is a 95% confidence interval over
-repeats; "beyond noise" when that interval excludes 1.0.</p>
+repeats; "beyond noise" when that interval excludes 1.0.{only_measured}</p>
 {answer_html(r.answer)}
 <h3>Where speculation stops paying</h3><ul>{crossings}</ul>
-<h3>Serve it</h3>{serve_html(r.answer)}
+<h3>Serve it</h3>{serve}
 <h2>Charts</h2><div class="charts">{charts}</div>
 {f'<p class="note">Not drawn:</p><ul class="note">{missing}</ul>' if missing else ''}
+{what_if}
 <h2>Runs</h2>{runs_html(r.runs)}
 <h2>Details</h2>{details_html(r.runs)}
 {provenance_section(r.runs)}

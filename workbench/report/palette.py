@@ -27,6 +27,11 @@ def _mix(hex_colour: str, amount: float) -> str:
     return "#" + "".join(f"{round(c + (towards - c) * abs(amount)):02x}" for c in rgb)
 
 
+def lighter(hex_colour: str, amount: float) -> str:
+    """A colour pushed towards white by `amount` (0..1): what-if series are drawn paler."""
+    return _mix(hex_colour, abs(amount))
+
+
 def hue(method: str) -> str:
     """The method's own colour: lines across N, and the method in tables."""
     if method == "baseline":

@@ -21,9 +21,43 @@ def cell(row: dict, key: str, fmt: str) -> str:
 
 
 def shown(row: dict, key: str, fmt: str) -> str:
-    """A cell with the target by its folder or repo name (full paths go in the report's details)."""
+    """A cell with the target by its folder or repo name (full paths go in the report's details);
+    a what-if row's method says so, wherever such a row is let into a table."""
     value = cell(row, key, fmt)
+    if key == "method" and row.get("what_if"):
+        return f"{value} (what-if)"
     return value.rstrip("/").rsplit("/", 1)[-1] if key == "target" else value
+
+
+# The what-if table (workbench.analysis.breakeven.rows): what a step costs and where it pays.
+WHAT_IF_COLUMNS = [
+    ("target", "Target", "{}"), ("config", "Configuration", "{}"), ("workload", "Workload", "{}"),
+    ("concurrency", "Conc.", "{}"), ("speedup", "Speedup", "{:.2f}"), ("mal", "MAL read back", "{:.2f}"),
+    ("imposed_mal", "MAL imposed", "{:.2f}"), ("step_cost", "Step cost", "{:.2f}"),
+    ("break_even_mal", "Break-even MAL", "{:.2f}"), ("break_even_p1", "Break-even p1", "{:.2f}"),
+    ("imposed_source", "Acceptance imposed", "{}"), ("repeats", "Repeats", "{}"),
+]
+WHAT_IF_TIPS = {
+    "speedup": "Output tokens/s over the what-if baseline's (dummy weights too), at the imposed acceptance",
+    "mal": "Mean acceptance length read back from vLLM's counters: it should match the imposed MAL",
+    "imposed_mal": "The MAL the imposed per-position curve implies: 1 + the sum of its rates",
+    "step_cost": "The time of one speculative step (draft + verify) in baseline decode steps: MAL read back / "
+                 "speedup. It depends on the shapes, kernels, N and batch, not on the acceptance",
+    "break_even_mal": "The MAL at which speculation pays (speedup 1.0): equal to the step cost, since speedup = "
+                      "MAL / step cost",
+    "break_even_p1": "The acceptance at draft position 1 from which it pays, for a curve of the imposed shape "
+                     "scaled to that p1: (step cost - 1) / the sum of the shape; 'never' when above 1",
+    "imposed_source": "Where the imposed curve came from: typed in the plan, a published table, or a measured run",
+}
+
+
+def what_if_cell(row: dict, key: str, fmt: str) -> str:
+    """A cell of the what-if table: the target by its name, a break-even p1 above 1 as never."""
+    if key == "break_even_p1" and row.get(key) is not None:
+        if not row.get("pays_ever"):
+            return "never (> 1)"
+        return "any (0.00)" if row[key] <= 0 else fmt.format(row[key])
+    return shown(row, key, fmt)
 
 
 def speedup_text(row: dict) -> str:
