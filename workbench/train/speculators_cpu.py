@@ -68,12 +68,15 @@ class _EchoLogger:
         result = self._inner.info(msg, *args, **kwargs)
         if isinstance(msg, dict) and "train" in msg and self._hold_epoch is not None \
                 and msg.get("epoch") == self._hold_epoch:
-            sys.stdout.write(f"{HOLD_VAR}={self._hold_epoch}: holding until stopped\n")
+            # Once only: the interrupted trainer logs again while it saves its checkpoint, and a
+            # second hold there would wait for a signal that never comes.
+            self._hold_epoch = None
+            sys.stdout.write(f"{HOLD_VAR}={msg.get('epoch')}: holding until stopped\n")
             sys.stdout.flush()
-            while True:
-                # speculators' SIGINT/SIGTERM handler raises here, and the trainer stops as it
-                # would in the middle of a step.
-                signal.pause()
+            # speculators' SIGINT/SIGTERM handler raises here, and the trainer stops as it would
+            # in the middle of a step; a handler that only returns (a repeated signal) stops it too.
+            signal.pause()
+            raise KeyboardInterrupt(f"stopped while held by {HOLD_VAR}")
         return result
 
     def __getattr__(self, name):
