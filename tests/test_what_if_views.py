@@ -4,7 +4,7 @@ checkbox, the break-even chart and what-if table in exports, the HTML report ope
 `draftbench runs` / `show`, `export-bench`, History and Live.
 
 On the what-if sweep recorded on one H200 (docs/gpu/what-if-h200.sqlite: a Qwen3-8B shape, baseline,
-eagle3 N=3 and dflash N=7 at c = 1, 16, 64, acceptance typed in the plan), and the same database with
+eagle3 N=3, dflash N=7 and dspark N=7 at c = 1, 16, 64, acceptance typed in the plan), and the same database with
 a measured copy of every completed run beside it (acceptance measured, slower drafts), so both kinds
 are in one experiment."""
 
@@ -77,7 +77,7 @@ def test_what_if_series_never_merge_with_measured_ones(mixed_db):
         lines.setdefault(r["series"], []).append(r["concurrency"])
     assert lines["eagle3 N=3 · builtin"] == [1, 16, 64] and lines["eagle3 N=3 (what-if) · builtin"] == [1, 16, 64]
     # The answer rests on measured runs only.
-    assert {r["config"] for r in answer.answer_rows(cs)} == {"eagle3 N=3", "dflash N=7"}
+    assert {r["config"] for r in answer.answer_rows(cs)} == {"eagle3 N=3", "dflash N=7", "dspark N=7"}
     assert compare.marker(rows[3]) == "what-if, acceptance imposed: typed (MAL 2.85)"
     assert compare.marker(rows[0]) == "what-if baseline (dummy weights)" and compare.marker(rows[-1]) == ""
 
@@ -91,24 +91,25 @@ def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodelte
     answered = [page.answer_model.row(i)["config"] for i in range(page.answer_model.rowCount())]
     assert answered and not any("what-if" in a for a in answered)
     table = page.table_model
-    assert table.rowCount() == 6 and not any(table.row(i)["what_if"] for i in range(6))
+    assert table.rowCount() == 9 and not any(table.row(i)["what_if"] for i in range(9))
     assert not page.what_if_box.isChecked() and page.what_if_box.isEnabled()
     page.what_if_box.setChecked(True)
-    assert table.rowCount() == 12
-    shown = [table.data(table.index(i, 1)) for i in range(12)]
-    assert shown[6:] == ["dflash (what-if)"] * 3 + ["eagle3 (what-if)"] * 3 and "what-if" not in " ".join(shown[:6])
-    assert table.data(table.index(8, 1), Qt.FontRole).italic()
-    assert MARK in table.data(table.index(8, 1), Qt.ToolTipRole)
+    assert table.rowCount() == 18
+    shown = [table.data(table.index(i, 1)) for i in range(18)]
+    assert shown[9:] == ["dflash (what-if)"] * 3 + ["dspark (what-if)"] * 3 + ["eagle3 (what-if)"] * 3
+    assert "what-if" not in " ".join(shown[:9])
+    assert table.data(table.index(11, 1), Qt.FontRole).italic()
+    assert MARK in table.data(table.index(11, 1), Qt.ToolTipRole)
     qtmodeltester.check(table)
     page.what_if_box.setChecked(False)
-    assert table.rowCount() == 6
+    assert table.rowCount() == 9
 
     # The what-if section: its own box, titled with the source, table, sentences and break-even chart.
     section = page.what_if
     assert section.isVisibleTo(page) and section.title() == f"What-if ({MARK})"
     model = section.model
     qtmodeltester.check(model)
-    assert model.rowCount() == 6
+    assert model.rowCount() == 9
     headers = {model.headerData(c, Qt.Horizontal): model.headerData(c, Qt.Horizontal, Qt.ToolTipRole)
                for c in range(model.columnCount())}
     assert "baseline decode steps" in headers["Step cost"] and "pays" in headers["Break-even p1"]
@@ -117,7 +118,7 @@ def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodelte
     plot = section.plot.getPlotItem()
     assert MARK in plot.titleLabel.text
     named = {label.text: sample.item for sample, label in plot.legend.items}
-    assert len([n for n in named if n.endswith(("c=1", "c=16", "c=64"))]) == 6
+    assert len([n for n in named if n.endswith(("c=1", "c=16", "c=64"))]) == 9
     unity = named["speedup 1.0 (break-even)"]
     assert list(unity.yData) == [1.0, 1.0] and unity.opts["pen"].style() == Qt.DashLine
     # In the measured charts what-if series are drawn apart (long dashes) and labelled.
@@ -144,10 +145,10 @@ def test_export_writes_the_break_even_chart_and_the_what_if_table(qapp, what_if_
     with open(out / "breakeven.csv") as f:
         points = list(csv.DictReader(f))
     assert {p["imposed_source"] for p in points} == {"typed"} and {p["what_if"] for p in points} == {"True"}
-    assert {p["series"] for p in points} == {f"{m} (what-if) · c={c}" for m in ("eagle3 N=3", "dflash N=7")
+    assert {p["series"] for p in points} == {f"{m} (what-if) · c={c}" for m in ("eagle3 N=3", "dflash N=7", "dspark N=7")
                                              for c in (1, 16, 64)}
     table = json.loads((out / "what_if_table.json").read_text())
-    assert len(table) == 6 and all(r["what_if"] and r["imposed_source"] == "typed" for r in table)
+    assert len(table) == 9 and all(r["what_if"] and r["imposed_source"] == "typed" for r in table)
     eagle = next(r for r in table if r["config"] == "eagle3 N=3 (what-if)" and r["concurrency"] == 64)
     assert eagle["break_even_p1"] == pytest.approx(0.337, abs=0.001) and eagle["imposed_mal"] == 2.85
     with open(out / "what_if_table.csv") as f:
@@ -193,7 +194,7 @@ def test_report_has_a_marked_what_if_section_in_chromium(qapp, mixed_db, tmp_pat
     seen = measure(page)
     assert seen["scroll"] <= seen["width"] <= 1280 and seen["wide"] == [] and seen["broken"] == [], seen
     assert seen["heading"].endswith(f"What-if ({MARK})") and seen["border"] == "dashed"
-    assert seen["rows"] == 6 and seen["chart"] > 0 and MARK in seen["caption"]
+    assert seen["rows"] == 9 and seen["chart"] > 0 and MARK in seen["caption"]
     assert "eagle3 N=3 pays at c <= 64 once position 1 accepts >= 0.34" in seen["sentences"]
     # The measured answer above it: measured configurations, no what-if one.
     assert seen["answer_above"] and "eagle3" in seen["answer"] and "what-if" not in seen["answer"]
