@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QApplication, QFileDialog, QInputDialog, QLabel, 
 
 from app import menus
 from app.exports import ExportError, select
-from app.widgets import theme
+from app.widgets import theme, wheel_guard
 from app.widgets.demo_bar import QUICK, DemoBar
 from app.pages.compare_page import ComparePage
 from app.pages.experiment import ExperimentPage
@@ -49,6 +49,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, db_path: Path | None = None, vllm: engine.VllmInstall | None = None):
         super().__init__()
+        wheel_guard.install()
         self.settings = settings()
         self.setWindowTitle(f"Draftbench {__version__}")
         self.resize(1360, 880)
@@ -163,6 +164,10 @@ class MainWindow(QMainWindow):
                     store.close(db)
             except store.StoreError as exc:
                 QMessageBox.warning(self, "Open results database", str(exc))
+                if path == self.db_path:  # the file the app started on: its preflight says why, Run stays off
+                    self.experiment.db_path = path
+                    self.experiment.validate()
+                    self.statusBar().showMessage(f"Results database unusable: {exc}")
                 return
         self.db_path = path
         self.experiment.db_path = path
@@ -183,9 +188,10 @@ class MainWindow(QMainWindow):
         """The latest experiment on the Compare page, so what was just run is there without a detour."""
         try:
             rows = select(self.db_path) if self.db_path.exists() else []
-        except ExportError:
-            rows = []
-        self.compare.set_runs(rows, self.db_path)
+            self.compare.set_runs(rows, self.db_path)
+        except (ExportError, store.StoreError) as exc:  # a file damaged since: said, never raised
+            self.compare.set_runs([], None)
+            self.statusBar().showMessage(f"Results database unusable: {exc}")
 
     def load_demo(self, path: Path) -> None:
         self.experiment.set_document(_read_plan_doc(path))

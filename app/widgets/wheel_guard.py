@@ -1,0 +1,51 @@
+"""Forms the mouse wheel cannot change by accident: a spin box or combo box takes the wheel only
+once it has focus (clicked or tabbed into), the usual Qt pattern. Without it, scrolling a page
+with the pointer over its form changed whatever field passed under the pointer (the Experiment
+page's "Servers at once" went from 1 to 8 that way).
+
+One application-wide event filter instead of a subclass per widget, so every form of the app,
+present and future, behaves alike: on polish each such widget gets StrongFocus (Qt's WheelFocus
+default would give it focus, and so the wheel, on the first wheel event), and a wheel event over
+one without focus goes to the scroll area it sits in instead, so the page under it still scrolls."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox
+
+GUARDED = (QAbstractSpinBox, QComboBox)
+
+
+class WheelGuard(QObject):
+    def eventFilter(self, obj, event) -> bool:
+        kind = event.type()
+        if kind == QEvent.Polish and isinstance(obj, GUARDED):
+            obj.setFocusPolicy(Qt.StrongFocus)
+        elif kind == QEvent.Wheel and isinstance(obj, GUARDED) and not obj.hasFocus():
+            area = _scroll_area(obj)
+            if area is not None:
+                # Straight to the scroll area's viewport: Qt does not pass a wheel event it did not
+                # get from the window system up to the parents, so ignoring it would not scroll.
+                QApplication.sendEvent(area.viewport(), event)
+            return True
+        return False
+
+
+def _scroll_area(widget) -> QAbstractScrollArea | None:
+    """The nearest scroll area the widget sits in (a combo box's own popup list excluded)."""
+    w = widget.parentWidget()
+    while w is not None:
+        if isinstance(w, QAbstractScrollArea) and not isinstance(w.parentWidget(), QComboBox):
+            return w
+        w = w.parentWidget()
+    return None
+
+
+def install(app: QApplication | None = None) -> WheelGuard:
+    """Installs the guard once per application (a second call returns the first)."""
+    app = app or QApplication.instance()
+    guard = app.findChild(WheelGuard)
+    if guard is None:
+        guard = WheelGuard(app)  # a child of the application: found again, and freed with it
+        app.installEventFilter(guard)
+    return guard
