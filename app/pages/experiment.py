@@ -21,7 +21,7 @@ from app.widgets.findings import FindingsPanel
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
 from app.widgets.form_keep import hold_imposed, put_imposed
-from workbench import methods, plan, store
+from workbench import methods, plan
 from workbench.load import datasets, workloads
 from workbench.host import engine, gpus
 from workbench.plan import profiles
@@ -362,12 +362,8 @@ class ExperimentPage(QWidget):
         return f"{text}\n{self.vllm!r}\n{sorted(self.modules)}\n{self.db_path}\n{stamps}"
 
     def _preflight(self, p: plan.Plan) -> list[findings.Finding]:
-        existing = self._existing_db()  # opened in the thread that reads it
-        try:
-            return findings.preflight(p, self.vllm, existing)
-        finally:
-            if existing is not None:
-                store.close(existing)
+        # In the thread that reads it; an unusable results file is the one finding, and blocks Run.
+        return findings.preflight_at(p, self.vllm, self.db_path)
 
     def _enable_run(self) -> None:
         self.run_button.setEnabled(self.current is not None and (self.vllm.found or not self.local_kind())
@@ -376,14 +372,6 @@ class ExperimentPage(QWidget):
     def _gpus_detected(self, found: tuple) -> None:
         self.host_platform = found[0]
         self.validate()
-
-    def _existing_db(self):
-        if self.db_path is None or not self.db_path.exists():
-            return None
-        try:
-            return store.open_db(self.db_path, readonly=True)
-        except store.StoreError:
-            return None
 
     def request_run(self) -> None:
         p = self.validate()

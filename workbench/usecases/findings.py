@@ -4,8 +4,9 @@ memory, as one list of findings that the CLI prints and the Experiment page show
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from workbench import launch
+from workbench import launch, store
 from workbench.checkpoints import compat, memory
 from workbench.host import detect, gpus
 from workbench.host.engine import VllmInstall
@@ -66,6 +67,26 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
                 shown.add(warning)
                 out.append(Finding(WARNING, label, warning))
     return out
+
+
+def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None,
+                 host_platform: str | None = None) -> list[Finding]:
+    """`preflight` against the runs stored in the results file at `db_path`. A file that cannot be
+    used (damaged, not a Draftbench database, unreadable) is itself the one error: a sweep would
+    fail on it only after its first server started, and nothing may be written into it."""
+    if db_path is None or not Path(db_path).exists():
+        return preflight(p, vllm, None, host_platform)
+    try:
+        db = store.open_db(db_path, readonly=True)
+    except store.StoreError as exc:
+        return [Finding(ERROR, "results database", str(exc))]
+    try:
+        store.check_integrity(db, db_path)
+        return preflight(p, vllm, db, host_platform)
+    except store.StoreError as exc:
+        return [Finding(ERROR, "results database", str(exc))]
+    finally:
+        store.close(db)
 
 
 def errors(findings: list[Finding]) -> list[Finding]:
