@@ -76,3 +76,20 @@ def test_a_run_without_a_stored_command_gets_one_built():
     assert commands.serve_command(row) == (
         "vllm serve /models/Qwen3-8B --port 8000 --speculative-config "
         "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3,\"model\":\"org/eagle3-head\"}'")
+
+
+@pytest.mark.parametrize("ngram, draft, note", [
+    ((30.0, 31.0, 29.0), (20.0, 21.0, 19.0), "fastest"),                              # apart from both
+    ((30.0, 31.0, 29.0), (29.0, 30.5, 28.0), "fastest measured, within noise of draft_model N=1"),
+    ((21.0, 19.0, 20.5), (12.0, 12.5, 11.5), "fastest measured, within noise of the baseline"),
+    ((30.0,), (20.0,), "fastest measured: one run, no interval"),
+])
+def test_fastest_only_beyond_noise(ngram, draft, note):
+    """The top row is called fastest (and drawn bold) only when its interval clears the baseline's
+    and the runner-up's; otherwise it is the fastest measured, and the answer says within what."""
+    rows = [_row(1, "baseline", None, 20.0, 1), _row(2, "baseline", None, 20.2, 1), _row(3, "baseline", None, 19.8, 1)]
+    rows += [_row(10 + i, "ngram", 2, v, 1) for i, v in enumerate(ngram)]
+    rows += [_row(20 + i, "draft_model", 1, v, 1) for i, v in enumerate(draft)]
+    top = answer.answer_rows(compare.configs(rows))[0]
+    assert top["config"] == "ngram N=2" and top["fastest"]
+    assert top["fastest_note"] == note and top["fastest_sure"] == (note == "fastest")

@@ -65,7 +65,7 @@ def test_html_report_is_self_contained(qapp, rows, tmp_path):
         assert ET.fromstring(svg).tag.endswith("svg") and not EXTERNAL.search(svg), title
     # Answer first: the best configuration per method comes before the charts; full paths only in the details.
     assert text.index("Which method and N is fastest") < text.index("<h2>Charts")
-    assert "ngram (fastest)" in text and "--speculative-config" in text.split("Serve it")[1].split("<h2>")[0]
+    assert "ngram (fastest measured: one run, no interval)" in text and "--speculative-config" in text.split("Serve it")[1].split("<h2>")[0]
     tables = [t.split("</table>")[0] for t in text.split("<table>")[1:]]
     assert len(tables) == 2 and all(rows[0]["target"] not in t for t in tables)
     assert ">smollm2-135m<" in tables[0] and rows[0]["target"] in text.split("<h2>Details")[1]

@@ -61,7 +61,7 @@ def test_show_prints_the_compare_pages_table(qtbot, recorded_db, tmp_path):
     model = page.table_model
     on_page = [[model.headerData(c, Qt.Horizontal) for c in range(model.columnCount())]]
     on_page += [[model.data(model.index(r, c)) for c in range(model.columnCount())] for r in range(model.rowCount())]
-    assert len(on_page) == 5  # the header and four configurations: two methods at two concurrencies
+    assert len(on_page) == 9  # the header and every configuration: two methods at two N and two concurrencies
     assert printed == on_page
     speedups = [row[on_page[0].index("Speedup")] for row in on_page[1:]]
     assert all(" ± " in s for s in speedups), speedups

@@ -39,13 +39,13 @@ class AnswerModel(RowsModel):
             if key == "speedup":
                 return report.speedup_text(row)
             if key == "config" and row["fastest"]:
-                return f"{row['config']} — fastest"
+                return f"{row['config']} — {row.get('fastest_note') or 'fastest'}"
             return report.cell(row, key, FORMATS.get(key, "{}"))
         if role == Qt.UserRole:
             return row.get(key)
         if role == Qt.DecorationRole and key == "config":
             return QColor(palette.colour(row["method"], row["n"]))
-        if role == Qt.FontRole and row["fastest"]:
+        if role == Qt.FontRole and row.get("fastest_sure", row["fastest"]):
             font = QFont()
             font.setBold(True)
             return font

@@ -26,6 +26,7 @@ from workbench.analysis import answer, breakeven, compare
 
 TIPS = {
     "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
+    "n": "The number of speculative tokens; the best N of each method, workload and concurrency in bold",
     "speedup": "Output tokens/s / the matching baseline's; ± is a 95% confidence interval over repeats, "
                "marked 'within noise' when it includes 1.0",
     "mal": "Mean acceptance length = 1 + accepted / drafts",
@@ -36,14 +37,19 @@ TIPS = {
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
 
+# "All figures" lists every N (the best of each method x workload x concurrency in bold); the
+# columns are those of `draftbench show`'s best-N table with N in place of best N.
+ALL_COLUMNS = report.CONFIG_COLUMNS
+
+
 class SpeedupModel(RowsModel):
-    """Every figure of each method's best N: the table `draftbench show` prints."""
-    columns = report.TABLE_COLUMNS
+    """Every figure of every configuration, its method's best N in bold."""
+    columns = ALL_COLUMNS
 
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
-        key, _, fmt = report.TABLE_COLUMNS[index.column()]
+        key, _, fmt = ALL_COLUMNS[index.column()]
         row = self._rows[index.row()]
         if role == Qt.DisplayRole:
             return report.shown(row, key, fmt)
@@ -51,19 +57,20 @@ class SpeedupModel(RowsModel):
             return row.get(key)
         if role == Qt.ToolTipRole and key == "target":
             return row.get(key)
-        if row.get("what_if"):  # let in by the user's tick: marked in italics, its source on hover
-            if role == Qt.FontRole:
-                font = QFont()
-                font.setItalic(True)
-                return font
+        if role == Qt.FontRole and (row.get("what_if") or row.get("best")):
+            font = QFont()  # a what-if row (let in by the user's tick) in italics; the best N in bold
+            font.setItalic(bool(row.get("what_if")))
+            font.setBold(bool(row.get("best")))
+            return font
+        if row.get("what_if"):
             if role == Qt.ToolTipRole:
                 return f"what-if, acceptance imposed: {row.get('imposed_source')} (dummy weights, not measured)"
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation != Qt.Horizontal or not 0 <= section < len(report.TABLE_COLUMNS):
+        if orientation != Qt.Horizontal or not 0 <= section < len(ALL_COLUMNS):
             return None
-        key, label, _ = report.TABLE_COLUMNS[section]
+        key, label, _ = ALL_COLUMNS[section]
         if role == Qt.DisplayRole:
             return label
         if role == Qt.ToolTipRole:
@@ -230,9 +237,9 @@ class ComparePage(QWidget):
 
     def _fill_table(self) -> None:
         """The measured table; what-if rows after it, marked, only when the user ticks for them."""
-        rows = compare.speedup_table(self.cs)
+        rows = compare.config_table(self.cs)
         if self.what_if_box.isChecked():
-            rows += compare.speedup_table(self.cs, what_if=True)
+            rows += compare.config_table(self.cs, what_if=True)
         self.table_model.set_rows(rows)
 
     def _say_title(self, rows: list[dict]) -> None:

@@ -180,9 +180,7 @@ def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.Soli
     x, y = np.asarray(x, float), np.asarray(y, float)
     w.plot(x, y, name=name, pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=7,
            symbolBrush=colour, symbolPen=pg.mkPen(colour))
-    if ci is not None and not np.all(np.isnan(np.asarray(ci, float))):
-        w.addItem(pg.ErrorBarItem(x=x, y=y, height=2 * np.nan_to_num(np.asarray(ci, float)), beam=0.15,
-                                  pen=pg.mkPen(colour)))
+    what_if_look.error_bars(w, x, y, ci, pg.mkPen(colour))
 
 
 def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, unit: str, fmt: str,
@@ -325,8 +323,7 @@ def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
             my = np.array([r["measured"] for r in seen], float)
             w.plot(mx, my, name=f"{series} · measured", pen=None, symbol="o", symbolSize=8, symbolBrush=colour,
                    symbolPen=pg.mkPen(colour))
-            w.addItem(pg.ErrorBarItem(x=mx, y=my, height=2 * np.array([r["measured_ci95"] or 0.0 for r in seen]),
-                                      beam=0.15, pen=pg.mkPen(colour)))
+            what_if_look.error_bars(w, mx, my, [r["measured_ci95"] for r in seen], pg.mkPen(colour))
     _unity(w, [r["n"] for r in rows])
 
 

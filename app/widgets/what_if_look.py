@@ -34,10 +34,20 @@ def line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, symbol: str | 
     marks = {} if symbol is None else {"symbol": symbol, "symbolSize": 8, "symbolBrush": pg.mkBrush(None),
                                        "symbolPen": pg.mkPen(colour, width=1.5)}
     item = w.plot(x, y, name=name, pen=pen(colour), **marks)
-    if ci is not None and not np.all(np.isnan(np.asarray(ci, float))):
-        w.addItem(pg.ErrorBarItem(x=x, y=y, height=2 * np.nan_to_num(np.asarray(ci, float)), beam=0.15,
-                                  pen=pen(colour, 1)))
+    error_bars(w, x, y, ci, pen(colour, 1))
     return item
+
+
+def error_bars(w: pg.PlotWidget, x, y, ci, bar_pen) -> None:
+    """95% intervals where a point has one: a point of a single run gets no bar (a bar of zero
+    height would still draw its beams, an interval that was never measured)."""
+    if ci is None:
+        return
+    ci = np.array([np.nan if v is None else v for v in ci], float)
+    keep = np.isfinite(ci)
+    if keep.any():
+        w.addItem(pg.ErrorBarItem(x=np.asarray(x, float)[keep], y=np.asarray(y, float)[keep], height=2 * ci[keep],
+                                  beam=0.15, pen=bar_pen))
 
 
 def symbols(rows_by_series: dict[str, list[dict]]) -> dict[int, str]:

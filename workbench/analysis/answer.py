@@ -39,10 +39,28 @@ def best_per_method(cs: list[Config], what_if: bool = False) -> dict[tuple, Conf
     return best
 
 
+def fastest_note(group: list[Config]) -> str:
+    """What may be said of the top configuration of a group (sorted fastest first): "fastest" only
+    when it beats the baseline and the runner-up beyond noise (their 95% intervals apart), else
+    "fastest measured" and why that is all (a single run moves by more than most speedups differ)."""
+    top = group[0]
+    if top.speedup_ci95 is None:
+        return "fastest measured: one run, no interval"
+    if not top.beyond_noise:
+        return "fastest measured, within noise of the baseline"
+    if len(group) > 1:
+        second = group[1]
+        if second.speedup_ci95 is None or top.speedup - top.speedup_ci95 <= second.speedup + second.speedup_ci95:
+            return f"fastest measured, within noise of {second.label}"
+    return "fastest"
+
+
 def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
     """One row per target x workload x concurrency x method: its best configuration, fastest
     method first within each target x workload x concurrency. `fastest` marks the row that beats
-    the baseline by the most; `run` is a run of that configuration (for its exact command)."""
+    the baseline by the most (the configuration to serve), `fastest_note` what can be said of it
+    (`fastest_sure` when that is plainly "fastest"); `run` is a run of that configuration (for its
+    exact command)."""
     best = best_per_method(cs, what_if)
     groups: dict[tuple, list[Config]] = {}
     for (target, workload, concurrency, _, _), c in best.items():
@@ -50,6 +68,7 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
     rows = []
     for (target, workload, concurrency), group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
         group.sort(key=lambda c: c.speedup, reverse=True)
+        note = fastest_note(group)
         for i, c in enumerate(group):
             rows.append({
                 "target": target, "target_short": short_model(target), "workload": workload,
@@ -57,6 +76,8 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
                 "config": c.label, "speedup": c.speedup, "speedup_ci95": c.speedup_ci95,
                 "beyond_noise": c.beyond_noise, "verdict": verdict(c),
                 "fastest": i == 0 and c.speedup > 1, "tok_s": c.tok_s.mean,
+                "fastest_note": note if i == 0 and c.speedup > 1 else None,
+                "fastest_sure": i == 0 and c.speedup > 1 and note == "fastest",
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
                 "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
                 "run": c.rows[0]["id"],

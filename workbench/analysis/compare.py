@@ -200,10 +200,9 @@ def _fmt(v, spec):
     return None if v is None else float(format(v, spec))
 
 
-def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
-    """Per target x method x workload x concurrency: the best N by mean throughput, shaped like
-    the reference study's table. Measured runs only, unless `what_if` (then what-if runs only:
-    an imposed acceptance is never mixed into a measured table)."""
+def _best(cs: list[Config], what_if: bool) -> dict[tuple, Config]:
+    """(target, method, draft, workload, concurrency) -> its configuration with the highest mean
+    throughput (the best N there), over measured configurations or, with `what_if`, what-if ones."""
     best: dict[tuple, Config] = {}
     for c in cs:
         if c.method == "baseline" or c.what_if != what_if:
@@ -211,19 +210,38 @@ def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
         key = (c.target, c.method, c.draft, c.workload, c.concurrency)
         if key not in best or (c.tok_s.mean or 0) > (best[key].tok_s.mean or 0):
             best[key] = c
-    table = []
-    for (target, method, draft, workload, concurrency), c in sorted(best.items(), key=lambda kv: [str(k) for k in kv[0]]):
-        table.append({
-            "target": target, "method": method, "draft": draft, "workload": workload,
-            "concurrency": concurrency, "best_n": c.n,
-            "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
-            "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
-            "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
-            "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
-            "repeats": c.tok_s.n, "what_if": c.what_if,
-            "imposed_source": (c.imposed or {}).get("source"),
-        })
-    return table
+    return best
+
+
+def _figures(c: Config) -> dict:
+    return {
+        "target": c.target, "method": c.method, "draft": c.draft, "workload": c.workload,
+        "concurrency": c.concurrency, "best_n": c.n,
+        "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
+        "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
+        "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
+        "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
+        "repeats": c.tok_s.n, "what_if": c.what_if,
+        "imposed_source": (c.imposed or {}).get("source"),
+    }
+
+
+def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
+    """Per target x method x workload x concurrency: the best N by mean throughput, shaped like
+    the reference study's table. Measured runs only, unless `what_if` (then what-if runs only:
+    an imposed acceptance is never mixed into a measured table)."""
+    best = _best(cs, what_if)
+    return [_figures(c) for _, c in sorted(best.items(), key=lambda kv: [str(k) for k in kv[0]])]
+
+
+def config_table(cs: list[Config], what_if: bool = False) -> list[dict]:
+    """Every configuration's figures (the Compare page's "All figures"), each N on its own row,
+    `n` its N and `best` marking the best N of its method x workload x concurrency."""
+    chosen = {id(c) for c in _best(cs, what_if).values()}
+    rows = [{**_figures(c), "n": c.n, "best": id(c) in chosen}
+            for c in cs if c.method != "baseline" and c.what_if == what_if]
+    return sorted(rows, key=lambda r: [str(r[k]) for k in ("target", "method", "draft", "workload")]
+                  + [r["concurrency"], r["n"] or 0])
 
 
 def _who(c: Config, n: int | None = None) -> dict:

@@ -67,6 +67,7 @@ class Point:
     speedup: float
     tokens_per_step: float  # measured: 1 + draft_share * (MAL - 1)
     rel_se: float           # relative standard error of its mean output throughput
+    repeats: int = 2        # runs measured; one has no interval of its own (its rel_se is assumed)
 
     @property
     def cost(self) -> float:
@@ -180,7 +181,10 @@ def predict(survival: Survival, line: CostLine, ns: list[int] | None = None, bas
 def recommend(method: str, survival: Survival, points: list[Point], ns: list[int] | None = None,
               baseline_rel_se: float = 0.0, z: float = Z95) -> Recommendation:
     """Fit the step cost to `points` and predict: the whole model in one call."""
-    measured = {p.n: (p.speedup, z * p.speedup * math.hypot(p.rel_se, baseline_rel_se)) for p in points}
+    # A point measured once is drawn without an interval: its rel_se is the pooled or assumed noise
+    # the fit needs, not a measured spread.
+    measured = {p.n: (p.speedup, z * p.speedup * math.hypot(p.rel_se, baseline_rel_se) if p.repeats >= 2 else None)
+                for p in points}
     return predict(survival, fit_cost(points), ns, baseline_rel_se, z, measured, family(method))
 
 
@@ -250,7 +254,7 @@ def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | 
     share = statistics.fmean(draft_share(r) for r in top.rows)
     survival = Survival(tuple(top.per_position), share)
     points = [Point(c.n, c.speedup, 1.0 + statistics.fmean(draft_share(r) for r in c.rows) * (c.mal.mean - 1.0),
-                    _rel_se(c, pooled, default_rel_se)) for c in group if c.n <= top.n]
+                    _rel_se(c, pooled, default_rel_se), c.tok_s.n) for c in group if c.n <= top.n]
     ns = [n for n in (ns or range(1, top.n + 1)) if n <= top.n]
     z = t95(dof) if pooled is not None else Z95
     return recommend(top.method, survival, points, ns, _rel_se(top.baseline, pooled, default_rel_se), z)

@@ -80,7 +80,7 @@ def show(args) -> int:
     print(table(header, [[r[k] for k in keys] for r in rows]))
     stored = store.runs_of_experiment(db, exp)
     cs = compare.configs(stored, args.include_partial)
-    configurations = compare.speedup_table(cs)
+    configurations = compare.config_table(cs)
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
@@ -98,7 +98,7 @@ def show(args) -> int:
     return 0
 
 
-SPEEDUP_TITLE = "best N by configuration, as on the Compare page (speedup ± its 95% interval over repeats):"
+SPEEDUP_TITLE = "every configuration, as on the Compare page's All figures (speedup ± its 95% interval over repeats):"
 WHAT_IF_TITLE = ("what-if (acceptance imposed: {source}; dummy weights, never in the table above): step cost = "
                  "MAL read back / speedup, in baseline steps; it pays once MAL exceeds it:")
 
@@ -124,5 +124,5 @@ def speedup_text(configurations: list[dict]) -> str:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import report
 
-    return table([label for _, label, _ in report.TABLE_COLUMNS],
-                 [[report.shown(r, key, fmt) for key, _, fmt in report.TABLE_COLUMNS] for r in configurations])
+    return table([label for _, label, _ in report.CONFIG_COLUMNS],
+                 [[report.shown(r, key, fmt) for key, _, fmt in report.CONFIG_COLUMNS] for r in configurations])

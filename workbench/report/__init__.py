@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from workbench.report.html import Report, render
-from workbench.report.table import TABLE_COLUMNS, WHAT_IF_COLUMNS, WHAT_IF_TIPS, cell, shown, speedup_text, what_if_cell
+from workbench.report.table import CONFIG_COLUMNS, TABLE_COLUMNS, WHAT_IF_COLUMNS, WHAT_IF_TIPS, cell, shown, speedup_text, what_if_cell
 
-__all__ = ["Report", "render", "TABLE_COLUMNS", "WHAT_IF_COLUMNS", "WHAT_IF_TIPS", "cell", "shown", "speedup_text",
+__all__ = ["Report", "render", "CONFIG_COLUMNS", "TABLE_COLUMNS", "WHAT_IF_COLUMNS", "WHAT_IF_TIPS", "cell", "shown", "speedup_text",
            "what_if_cell", "write_csv", "write_json"]
 
 

@@ -66,9 +66,9 @@ def answer_html(rows: list[dict]) -> str:
             "<th>Speedup ± 95%</th><th class=l>Noise</th><th>tok/s</th><th>Baseline tok/s</th><th>MAL</th>"
             "<th>Repeats</th></tr>")
     body = "".join(
-        f'<tr class="{"fastest" if r["fastest"] else ""}"><td class=l>{_e(r["target_short"])}'
+        f'<tr class="{"fastest" if r.get("fastest_sure", r["fastest"]) else ""}"><td class=l>{_e(r["target_short"])}'
         f'</td><td class=l>{_e(r["workload"])}</td><td>{r["concurrency"]}</td>'
-        f'<td class=l>{_chip(r["method"], r["n"])}{_e(r["method"])}{" (fastest)" if r["fastest"] else ""}</td>'
+        f'<td class=l>{_chip(r["method"], r["n"])}{_e(r["method"])}{" (" + _e(r.get("fastest_note") or "fastest") + ")" if r["fastest"] else ""}</td>'
         f'<td>{_e(r["n"])}</td><td>{speedup_text(r)}</td><td class=l>{_e(r["verdict"])}</td>'
         f'<td>{cell(r, "tok_s", "{:.1f}")}</td><td>{cell(r, "baseline_tok_s", "{:.1f}")}</td>'
         f'<td>{cell(r, "mal", "{:.2f}")}</td><td>{r["repeats"]}</td></tr>' for r in rows)

@@ -8,6 +8,9 @@ TABLE_COLUMNS = [
     ("tok_s", "tok/s", "{:.1f}"), ("speedup", "Speedup", "{:.2f}"), ("mal", "MAL", "{:.2f}"),
     ("acceptance_rate", "Accept.", "{:.3f}"), ("efficiency", "Efficiency", "{:.2f}"), ("repeats", "Repeats", "{}"),
 ]
+# Every configuration (compare.config_table), as the Compare page's "All figures" and `draftbench
+# show` list them: N in place of best N, the best N of each method marked.
+CONFIG_COLUMNS = [("n", "N", "{}") if key == "best_n" else (key, label, fmt) for key, label, fmt in TABLE_COLUMNS]
 
 
 def cell(row: dict, key: str, fmt: str) -> str:
