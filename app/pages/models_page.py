@@ -179,21 +179,8 @@ class ModelsPage(QWidget):
         row.addWidget(self.delete_button)
         v.addLayout(row)
 
-        catalog_box = QGroupBox("Published draft/target pairs")
-        v = QVBoxLayout(catalog_box)
-        v.addWidget(self.catalog_view, 1)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.new_button)
-        v.addLayout(row)
-
-        shapes_box = QGroupBox("Model shapes (configs only, for what-if sweeps)")
-        v = QVBoxLayout(shapes_box)
-        v.addWidget(self.shapes_view, 1)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.whatif_button)
-        v.addLayout(row)
+        catalog_box = _listed("Published draft/target pairs", self.catalog_view, self.new_button)
+        shapes_box = _listed("Model shapes (configs only, for what-if sweeps)", self.shapes_view, self.whatif_button)
 
         split = QSplitter(Qt.Vertical)
         for box in (hub_box, cache_box, shapes_box, catalog_box):
@@ -395,3 +382,15 @@ class ModelsPage(QWidget):
         self.cancel_download()
         for job in list(self.jobs):
             job.wait(30000)
+
+
+def _listed(title: str, view, button) -> QGroupBox:
+    """A titled box: a list, and under it at the right the button that acts on its selection."""
+    box = QGroupBox(title)
+    v = QVBoxLayout(box)
+    v.addWidget(view, 1)
+    row = QHBoxLayout()
+    row.addStretch(1)
+    row.addWidget(button)
+    v.addLayout(row)
+    return box
