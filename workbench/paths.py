@@ -35,5 +35,12 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def write_new(path: Path, text: str) -> None:
+    """Writes a file that must not exist yet: FileExistsError if it does (never overwrites, even
+    when another writer creates it between a check and the write)."""
+    with open(path, "x", encoding="utf-8") as f:
+        f.write(text)
+
+
 def resources_dir() -> Path:
     return Path(resources.__file__).parent

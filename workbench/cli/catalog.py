@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from workbench import paths
 from workbench.cli.common import CliError, table
 
 
@@ -52,10 +53,10 @@ def new(args) -> int:
     except catalog.CatalogError as exc:
         raise CliError(str(exc)) from None
     out = Path(args.out or f"{pair.name}.toml")
-    if out.exists():
-        raise CliError(f"{out} already exists; choose another --out")
     try:
-        out.write_text(text)
+        paths.write_new(out, text)
+    except FileExistsError:
+        raise CliError(f"{out} already exists; choose another --out") from None
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror}") from None
     print(out)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tomli_w
 
-from workbench import store
+from workbench import paths, store
 from workbench.checkpoints import demo, shapes
 from workbench.plan.fields import SHAPE_PREFIX
 from workbench.plan import TEXT_DRAFTERS, acceptance
@@ -75,10 +75,10 @@ def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats
 
 def write_plan(db, run_id: int, out: Path, **kwargs) -> Path:
     text = plan_from_run(db, run_id, **kwargs)
-    if out.exists():
-        raise WhatIfError(f"{out} already exists; choose another --out")
     try:
-        out.write_text(text)
+        paths.write_new(out, text)
+    except FileExistsError:
+        raise WhatIfError(f"{out} already exists; choose another --out") from None
     except OSError as exc:
         raise WhatIfError(f"cannot write {out}: {exc.strerror}") from None
     return out
@@ -172,8 +172,7 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
         for i in range(1, 1000):
             out = folder / (f"{stem}.toml" if i == 1 else f"{stem}-{i}.toml")
             try:
-                with open(out, "x", encoding="utf-8") as f:
-                    f.write(text)
+                paths.write_new(out, text)
                 return out
             except FileExistsError:
                 continue
