@@ -1,7 +1,7 @@
 """Recommending N, the number of speculative tokens: speedup against N predicted from the
 per-position acceptance measured at the largest N and a step-cost line fitted to the runs made.
 
-Speedup is output tokens/s over the baseline's (DESIGN.md). A baseline decode step yields one
+Speedup is output tokens/s over the baseline's (the README's Metrics section). A baseline decode step yields one
 token; a speculative step yields T(N) tokens and takes c(N) baseline steps, so
 speedup(N) = T(N) / c(N). T(N) comes from the survival curve p[1..N_max] of the run at N_max
 (the k-th draft token does not depend on how many follow it): T(N) = 1 + f * sum_{k<=N} p[k],

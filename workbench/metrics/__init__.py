@@ -1,6 +1,6 @@
 """vLLM's Prometheus counters, windows between two scrapes, and the figures derived from them.
 
-Definitions match vLLM's own (DESIGN.md): MAL = 1 + accepted / drafts, acceptance rate =
+Definitions match vLLM's own (the README's Metrics section): MAL = 1 + accepted / drafts, acceptance rate =
 accepted / drafted, per-position acceptance p[i] = accepted_pos[i] / drafts.
 """
 

@@ -1,4 +1,4 @@
-"""The figures of one measured window, as DESIGN.md defines them (pure: no I/O): the run summary
+"""The figures of one measured window, as the README's Metrics section defines them (pure: no I/O): the run summary
 from the client's requests and the counters' window, vLLM's per-request figures where the counters
 are shared with other traffic, and what vLLM's start-up log says about how it serves.
 
@@ -25,7 +25,7 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict:
-    """A run's summary figures, as DESIGN.md defines them."""
+    """A run's summary figures, as the README's Metrics section defines them."""
     ok = [r for r in results if r.ok]
     out_tokens = sum(r.output_tokens for r in ok)
     ttft = [r.ttft_ms for r in ok if r.ttft_ms is not None]
