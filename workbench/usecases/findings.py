@@ -72,8 +72,10 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
 def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None,
                  host_platform: str | None = None) -> list[Finding]:
     """`preflight` against the runs stored in the results file at `db_path`. A file that cannot be
-    used (damaged, not a Draftbench database, unreadable) is itself the one error: a sweep would
-    fail on it only after its first server started, and nothing may be written into it."""
+    opened (damaged, not a Draftbench database, unreadable) is itself the one error: a sweep would
+    fail on it only after its first server started. Opening is enough here: the preflight runs on
+    every edit of the plan, and the full page check (quick_check) is made where a file is chosen
+    and where a sweep starts writing."""
     if db_path is None or not Path(db_path).exists():
         return preflight(p, vllm, None, host_platform)
     try:
@@ -81,10 +83,7 @@ def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None,
     except store.StoreError as exc:
         return [Finding(ERROR, "results database", str(exc))]
     try:
-        store.check_integrity(db, db_path)
         return preflight(p, vllm, db, host_platform)
-    except store.StoreError as exc:
-        return [Finding(ERROR, "results database", str(exc))]
     finally:
         store.close(db)
 
