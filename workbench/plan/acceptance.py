@@ -36,21 +36,18 @@ class Curve:
     source: str                     # shown with every run: "typed", "published: ...", "measured: run 12 ..."
     rates: tuple[float, ...] = ()   # the survival curve (typed, decay up to max N, published, measured)
     mal: float | None = None        # kind "mal": the mean acceptance length asked for
+    key: str | None = None          # kind "published": the table's key (workbench.plan.curves)
 
     def for_n(self, n: int) -> tuple[float, ...]:
         if self.kind == "mal":
             return rates_for_length(self.mal, n)
         if self.kind == "published":
-            exact = curves.at_n(self.source_key, n)
+            exact = curves.at_n(self.key, n)
             if exact is not None:
                 return exact
         if n > len(self.rates):
             raise AcceptanceError(f"the curve has {len(self.rates)} positions, too few for N={n}")
         return self.rates[:n]
-
-    @property
-    def source_key(self) -> str:
-        return self.source.removeprefix("published: ").split(" (")[0]
 
 
 def mal_of(rates) -> float:
@@ -121,7 +118,7 @@ def parse(value, max_n: int, where: str) -> Curve:
             if table is None:
                 known = ", ".join(curves.keys()[:6])
                 raise AcceptanceError(f"{where}.published: no published curve {key!r}; known: {known}, ...")
-            curve = Curve("published", f"published: {key} ({table.citation})", table.longest)
+            curve = Curve("published", f"published: {key} ({table.citation})", table.longest, key=key)
         else:
             raise AcceptanceError(f"{where} must be a list of rates, or a table with rates (and source), "
                                   "p1 and decay, mal, or published")
