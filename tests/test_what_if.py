@@ -286,6 +286,21 @@ def test_a_what_if_plan_from_a_demo_run_resolves_its_demo_models(demo_models, mo
     assert 'model = "demo:smollm2-135m"' in text and 'draft = "demo:smollm2-135m-draft-noisy-copy"' in text
     server = [s for s, _ in plan.loads(text).servers()][-1]
     assert server.imposed == (0.734, 0.548, 0.449) and server.imposed_source.startswith("measured: run 1 ")
+    # With the measured run's plan stored, the what-if server is launched as that one was.
+    measured_plan = (
+        'name = "pair"\n[target]\nmodel = "/elsewhere/target"\nmax_model_len = 1024\nenforce_eager = true\n'
+        'extra_args = ["--gpu-memory-utilization", "0.3"]\n[server]\nhealth_timeout_s = 400\n'
+        '[[methods]]\nmethod = "draft_model"\ndraft = "/elsewhere/draft"\nn = 3\n')
+    row["experiment_id"] = 7
+    monkeypatch.setattr(whatif.store, "experiment_plan", lambda _db, eid: measured_plan if eid == 7 else None)
+    text = whatif.plan_from_run(None, 1)
+    served = plan.loads(text)
+    server = [s for s, _ in served.servers()][-1]
+    assert 'model = "demo:smollm2-135m"' in text and server.enforce_eager and server.max_model_len == 1024
+    assert "--gpu-memory-utilization" in server.extra_args and server.what_if
+    assert {r.server.method for r in served.runs} == {"baseline", "draft_model"}
+    alone = plan.loads(whatif.plan_from_run(None, 1, baseline=False))
+    assert {r.server.method for r in alone.runs} == {"draft_model"}
 
 
 def test_the_catalog_lists_the_published_curves_with_their_source():

@@ -70,9 +70,9 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
         raise PlanError("[sweep] must be a table")
-    unknown = set(sweep_t) - {"mode", "relaunch", "parallel"}
+    unknown = set(sweep_t) - {"mode", "relaunch", "parallel", "baseline"}
     if unknown:
-        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch or parallel")
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch, parallel or baseline")
     mode = sweep_t.get("mode", "exhaustive")
     if mode not in MODES:
         raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -81,6 +81,13 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError("sweep.relaunch must be true or false")
     if relaunch and profile.kind == "attach":
         raise PlanError("sweep.relaunch needs servers Draftbench starts: an attached server cannot be relaunched")
+    # baseline = false leaves the baseline out: for a sweep that re-measures configurations whose
+    # baseline is already stored (the real/what-if pairs), where each baseline costs a server start.
+    with_baseline = sweep_t.get("baseline", True)
+    if not isinstance(with_baseline, bool):
+        raise PlanError("sweep.baseline must be true or false")
+    if not with_baseline and mode == "adaptive":
+        raise PlanError("sweep.baseline = false: an adaptive sweep predicts from the baseline, so it needs one")
     what_if = mode == "what-if"
     if what_if and profile.kind == "attach":
         raise PlanError("a what-if sweep needs servers Draftbench starts (dummy weights, imposed acceptance): "
@@ -138,8 +145,8 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     method_list = doc.get("methods", [])
     if not isinstance(method_list, list) or not all(isinstance(m, dict) for m in method_list):
         raise PlanError("methods must be an array of tables: [[methods]]")
-    entries: list[tuple[str, int | None, str | None, dict, acceptance.Curve | None]] = [
-        ("baseline", None, None, {}, None)]
+    entries: list[tuple[str, int | None, str | None, dict, acceptance.Curve | None]] = (
+        [("baseline", None, None, {}, None)] if with_baseline else [])
     skipped: list[str] = []
     for i, m in enumerate(method_list, 1):
         where = f"methods #{i}"
@@ -194,6 +201,8 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                                 f"tensor_parallel_size ({profile.tensor_parallel_size}), not {dtp}")
             entries.append((spec.name, n, draft, options, curve))
 
+    if not entries:
+        raise PlanError("the plan has nothing to run: sweep.baseline = false and no [[methods]]")
     if profile.kind == "attach":
         # An attached server runs one fixed configuration: the plan only says what it is.
         if len(entries) > 2:

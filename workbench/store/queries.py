@@ -31,6 +31,12 @@ def run(db: Database, run_id: int) -> dict | None:
     return rows[0] if rows else None
 
 
+def experiment_plan(db: Database, experiment_id: int) -> str | None:
+    """The plan text an experiment was run from, as stored when it started."""
+    row = db.execute("SELECT plan FROM experiments WHERE id = ?", [experiment_id]).fetchone()
+    return row[0] if row else None
+
+
 def runs(db: Database) -> list[dict]:
     """Every run, oldest first."""
     return list(db["runs"].rows_where(order_by="id"))

@@ -5,6 +5,7 @@ what-if run costs what the real one did (same target, draft, N, workload, length
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import tomli_w
@@ -51,7 +52,19 @@ def _model_ref(path: str | None) -> str | None:
     return path
 
 
-def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats: int = 1) -> str:
+def _served_as(db, row: dict) -> dict:
+    """The [target] and [server] tables of the plan the run came from ({} when it is not stored or
+    does not parse: the what-if plan then falls back to the defaults)."""
+    text = store.experiment_plan(db, row["experiment_id"]) if row.get("experiment_id") else None
+    try:
+        doc = tomllib.loads(text) if text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+    return {k: dict(doc[k]) for k in ("target", "server") if isinstance(doc.get(k), dict)}
+
+
+def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats: int = 1,
+                  baseline: bool = True) -> str:
     """A what-if plan serving run `run_id`'s configuration with its own measured curve."""
     curve = curve_from_run(db, run_id)
     row = store.run(db, run_id)
@@ -65,8 +78,15 @@ def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats
                 "warmup": row["warmup"], "concurrency": concurrency or [row["concurrency"]],
                 "temperature": row["temperature"], "top_p": row["top_p"], "repeats": repeats,
                 "ignore_eos": bool(row.get("ignore_eos"))}
-    doc = {"name": f"what-if-of-run-{run_id}", "target": {"model": _model_ref(row["target"])},
-           "sweep": {"mode": "what-if"}, "methods": [method], "workload": workload}
+    # The server as the measured run had it (length, dtype, eager or compiled, extra arguments):
+    # a step costs what the kernels vLLM picks cost, so the pair differs only in weights and sampler.
+    served = _served_as(db, row)
+    target = {**served.get("target", {}), "model": _model_ref(row["target"])}
+    doc = {"name": f"what-if-of-run-{run_id}", "target": target,
+           "sweep": {"mode": "what-if", **({} if baseline else {"baseline": False})},
+           "methods": [method], "workload": workload}
+    if served.get("server"):
+        doc["server"] = served["server"]
     profile = json.loads(row.get("profile") or "{}")
     if profile and profile.get("kind", "local") != "local":
         doc["profile"] = profile
