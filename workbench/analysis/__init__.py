@@ -42,6 +42,15 @@ def _client_cost(r: dict) -> str:
             f"{cpu / tokens * 1e4:.3f} per 10k tok/s")
 
 
+def _requests(db: store.Database, r: dict) -> str:
+    """ok/failed from the run's summary; a run that failed before its summary was written counts its
+    stored request rows instead, and one that stored none says so with a dash."""
+    if r["requests_ok"] is not None and r["requests_failed"] is not None:
+        return f"{r['requests_ok']}/{r['requests_failed']}"
+    ok, failed = store.request_counts(db, r["id"])
+    return f"{ok}/{failed}" if ok or failed else "-"
+
+
 def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
     siblings = store.runs_of_experiment(db, r["experiment_id"])
     s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
@@ -51,7 +60,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("target", r["target"]), ("method", r["method"]), ("draft", r["draft"] or "-"),
         ("N", "-" if r["n"] is None else str(r["n"])), ("workload", r["workload"]),
         ("concurrency", str(r["concurrency"])), ("temperature", str(r["temperature"])),
-        ("max tokens", str(r["max_tokens"])), ("requests ok/failed", f"{r['requests_ok']}/{r['requests_failed']}"),
+        ("max tokens", str(r["max_tokens"])), ("requests ok/failed", _requests(db, r)),
         ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s", _f(r["output_tok_s"], ".1f")), ("speedup vs baseline", _f(s, ".2f")),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),

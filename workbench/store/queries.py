@@ -37,6 +37,16 @@ def experiment_plan(db: Database, experiment_id: int) -> str | None:
     return row[0] if row else None
 
 
+def request_counts(db: Database, run_id: int) -> tuple[int, int]:
+    """How many of the run's requests were stored as answered and as failed: a run that failed
+    before its summary was written still has the requests its scrapes recorded."""
+    if not _has(db, "requests"):
+        return 0, 0
+    ok, failed = db.execute("SELECT coalesce(sum(ok = 1), 0), coalesce(sum(ok IS NOT 1), 0) FROM requests "
+                            "WHERE run_id = ?", [run_id]).fetchone()
+    return ok, failed
+
+
 def runs(db: Database) -> list[dict]:
     """Every run, oldest first."""
     return list(db["runs"].rows_where(order_by="id"))
