@@ -296,6 +296,8 @@ class MainWindow(QMainWindow):
 
     def _sweep_ended(self) -> None:
         sweep, self.sweep = self.sweep, None
+        if sweep is not None:
+            sweep.close_row(self.db_path)
         self.experiment.set_running(False)
         self.history_timer.stop()
         self.refresh_history()

@@ -64,6 +64,7 @@ class Child(QObject):
 
     def poll(self) -> None:
         if self._ended:
+            self._reap()
             return
         running = self.alive  # asked before reading, so the events it wrote before exiting are read
         for event in self.follower.read():
@@ -76,8 +77,15 @@ class Child(QObject):
     def _finish(self) -> None:
         if not self._ended:
             self._ended = True
-            self.timer.stop()
             self.ended.emit()
+        self._reap()
+
+    def _reap(self) -> None:
+        """The timer stops once the child's exit status is collected. Its final event comes just
+        before it exits, so the timer keeps asking until then: a child left unasked would stay a
+        zombie until the app quits."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.timer.stop()
 
     def stop(self) -> None:
         """SIGTERM: the child stops what it runs (a server, a trainer), keeps what is finished, and exits."""

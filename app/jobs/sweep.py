@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from app.jobs.child import Child
-from workbench import events, paths
+from workbench import events, paths, store
 
 
 def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
@@ -40,3 +40,18 @@ class Sweep(Child):
         events_path.touch()
         args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray)
         return super().start(args, events_path, stderr, Path.cwd(), parent)
+
+    def close_row(self, db_path: Path) -> None:
+        """Once the runner is gone: a runner that exited without closing its sweep row (killed, or
+        crashed) leaves it open, read as a sweep in progress with its runs pending, so it is closed
+        here. A runner that ended its sweep closed the row itself, before its final event."""
+        if self.alive or not db_path.exists():  # never create a database the runner did not
+            return
+        try:
+            db = store.open_db(db_path)
+            try:
+                store.sweep_exited(db, self.pid, str(self.events_path))
+            finally:
+                store.close(db)
+        except (store.StoreError, store.DatabaseError):
+            pass  # unusable or locked: the row stays, and reads as a stale sweep once its heartbeat is old

@@ -40,6 +40,14 @@ def delete_run(db: Database, run_id: int) -> None:
         db.execute("DELETE FROM runs WHERE id = ?", [run_id])
 
 
+def sweep_exited(db: Database, pid: int, events_path: str) -> None:
+    """Closes the sweep row of a runner that exited without closing it (killed, or crashed): it is
+    'failed', with nothing pending, so no reader takes it for a sweep still in progress."""
+    with db.conn:
+        db.execute("UPDATE sweeps SET finished = ?, status = 'failed', runs_pending = 0 WHERE pid = ? AND "
+                   "events_path = ? AND finished IS NULL", [time.time(), pid, events_path])
+
+
 def add_imported_run(db: Database, row: dict) -> int:
     """A run measured elsewhere (an imported result), stored whole."""
     with db.conn:
@@ -87,8 +95,10 @@ class Recorder:
             self.db["sweeps"].update(sweep_id, {"heartbeat": t})
 
     def sweep_ended(self, sweep_id: int, status: str) -> None:
+        # Nothing is pending in a sweep that ended, however it ended: what it left undone is the
+        # next sweep's (a resume counts it again).
         with self.db.conn:
-            self.db["sweeps"].update(sweep_id, {"finished": time.time(), "status": status})
+            self.db["sweeps"].update(sweep_id, {"finished": time.time(), "status": status, "runs_pending": 0})
 
     def log_lines(self, run_id: int, lines: list[tuple[float, str, str]]) -> None:
         """Server log lines (time, stream, text) of the run that was in flight when they came."""
