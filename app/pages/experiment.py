@@ -18,6 +18,7 @@ from app.jobs import worker
 from app.widgets import theme
 from app.widgets.demo_bar import DemoBar
 from app.widgets.findings import FindingsPanel
+from app.widgets.long_value import LongValueEdit
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
 from app.widgets.form_keep import hold_imposed, put_imposed
@@ -43,7 +44,7 @@ class ExperimentPage(QWidget):
         worker.run(gpus.detect, self, self._gpus_detected)
 
         self.name = QLineEdit()
-        self.target = QLineEdit()
+        self.target = LongValueEdit()
         self.target.setToolTip("The model being served: a folder, a Hugging Face repo id, or demo:smollm2-135m")
         target_browse = QPushButton("…")
         target_browse.setFixedWidth(28)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
 )
 
+from app.widgets.long_value import LongValueEdit
 from workbench import methods, plan
 
 METHOD_CHOICES = [m for m in methods.METHODS if m != "baseline"]
@@ -53,7 +54,7 @@ class MethodRow(QWidget):
             self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
         self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
         self.set_unavailable(unavailable or {})
-        self.draft = QLineEdit(entry.get("draft", ""))
+        self.draft = LongValueEdit(entry.get("draft", ""))
         self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
         browse = QPushButton("…")
         browse.setToolTip("Choose a draft model folder")
@@ -63,21 +64,31 @@ class MethodRow(QWidget):
         self.n = QLineEdit(", ".join(str(v) for v in (ns if isinstance(ns, list) else [ns])))
         self.n.setPlaceholderText("N values, e.g. 1, 2, 3")
         self.n.setToolTip("Numbers of speculative tokens per step (num_speculative_tokens); one run per value")
-        self.options = QLineEdit(format_options(entry.get("options", {})))
+        self.options = LongValueEdit(format_options(entry.get("options", {})))
         self.options.setPlaceholderText("options, e.g. prompt_lookup_max=4")
         self.optional = entry.get("optional", False)
         remove = QPushButton("Remove")
         remove.clicked.connect(lambda: self.removed.emit(self))
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.n.setMinimumWidth(110)
-        self.options.setMinimumWidth(150)
-        layout.addWidget(self.method, 2)
-        layout.addWidget(self.draft, 3)
-        layout.addWidget(browse)
-        layout.addWidget(self.n, 2)
-        layout.addWidget(self.options, 3)
-        layout.addWidget(remove)
+        # Two lines a method: on one, a draft checkpoint's name (often 30-50 characters) and an
+        # option list both left a field too narrow to read at a 1280-pixel window.
+        self.n.setMinimumWidth(90)
+        self.draft.setMinimumWidth(160)
+        self.options.setMinimumWidth(160)
+        top = QHBoxLayout()
+        top.addWidget(self.method, 2)
+        top.addWidget(self.draft, 5)
+        top.addWidget(browse)
+        top.addWidget(remove)
+        bottom = QHBoxLayout()
+        bottom.addWidget(QLabel("N"))
+        bottom.addWidget(self.n, 2)
+        bottom.addWidget(QLabel("options"))
+        bottom.addWidget(self.options, 5)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.setSpacing(2)
+        layout.addLayout(top)
+        layout.addLayout(bottom)
         for w in (self.draft, self.n, self.options):
             w.textChanged.connect(self.changed)
         self.method.currentIndexChanged.connect(self._method_changed)
@@ -133,7 +144,7 @@ class MethodsTable(QGroupBox):
         add = QPushButton("Add method")
         add.clicked.connect(lambda: self.add({"method": "ngram", "n": [2]}))
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("method · draft checkpoint · N values · options"))
+        layout.addWidget(QLabel("each: method · draft checkpoint, then N values · options"))
         layout.addLayout(self.box)
         layout.addWidget(add, alignment=Qt.AlignLeft)
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QMessageBox, QPushButton, QSpinBox, QWidget)
 
+from app.widgets.long_value import LongValueEdit
 from workbench import paths, train
 from workbench.checkpoints import demo
 
@@ -62,12 +63,12 @@ class TrainForm(QGroupBox):
         self.name = QLineEdit()
         self.name.setPlaceholderText("trained-eagle3-smollm2-135m")
         self.name.setToolTip("Name of the draft/target pair registered in your catalog (Models page).")
-        self.out = QLineEdit()
+        self.out = LongValueEdit()
         self.out.setToolTip("Output folder. Starting again on the same folder resumes: finished steps are "
                             "skipped and cached hidden-state files reused.")
         browse_out = QPushButton("Folder…")
         browse_out.clicked.connect(self._browse_out)
-        self.reuse = QLineEdit()
+        self.reuse = LongValueEdit()
         self.reuse.setPlaceholderText("empty: make the data in the output folder")
         self.reuse.setToolTip("Another training folder with the same data settings (e.g. an EAGLE-3 run): its "
                               "prompts, responses and hidden states are reused (hard-linked), so a DFlash "
