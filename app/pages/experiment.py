@@ -372,6 +372,7 @@ class ExperimentPage(QWidget):
 
     def _gpus_detected(self, found: tuple) -> None:
         self.host_platform = found[0]
+        self.profile_form.set_host(found[0])
         self.validate()
 
     def request_run(self) -> None:

@@ -21,11 +21,17 @@ ATTACH_WARNING = ("⚠ An attached server's counters include any other traffic i
                   "(--per-request-spec-decode-metrics).")
 
 
+# Controls that apply only on some hosts, and why one is not shown on this one.
+HOST_ONLY = {"aiter": "AITER kernels (ROCm only: choose GPU stack rocm to set them for a ROCm host)",
+             "ray": "Ray cluster (its servers need GPUs, and this host has none)"}
+
+
 class ProfileForm(QGroupBox):
     changed = Signal()
 
     def __init__(self, parent=None):
         super().__init__("Launch profile", parent)
+        self.host_platform: str | None = None  # as gpus.detect says ('rocm', 'cuda', 'none'); None until it answers
         self.saved = QComboBox()
         self.saved.setToolTip("Profiles saved in the config folder (profiles.toml); a plan can name one")
         self.saved.activated.connect(self._use_saved)
@@ -77,6 +83,9 @@ class ProfileForm(QGroupBox):
         self.ray.setPlaceholderText("none: this machine; or auto, or the head's HOST:PORT")
         self.ray.setToolTip("Run the servers as tasks on a Ray cluster (pip install 'draftbench[cluster]'): "
                             "auto finds the one `ray start --head` runs here; the results come back to this database")
+        self.host_note = QLabel()
+        self.host_note.setWordWrap(True)
+        self.host_note.setStyleSheet("color: #777;")
         self.warning = QLabel(ATTACH_WARNING)
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #E69F00")
@@ -93,9 +102,11 @@ class ProfileForm(QGroupBox):
                                    ("parallel", "Servers at once", self.parallel), ("ray", "Ray cluster", self.ray)):
             form.addRow(label, widget)
             self.rows[key] = widget
+        form.addRow(self.host_note)
         form.addRow(self.warning)
         self.refresh_saved()
         self.kind.currentIndexChanged.connect(self._kind_changed)
+        self.platform.currentIndexChanged.connect(self._kind_changed)  # rocm chosen: AITER applies
         for w in (self.python, self.gpus, self.backend, self.image, self.base_url, self.api_key_env, self.ray):
             w.textChanged.connect(self.changed)
         for w in (self.platform, self.draft_tp, self.parallel):
@@ -109,11 +120,34 @@ class ProfileForm(QGroupBox):
         shown = {"local": {"platform", "python", "tp", "draft_tp", "gpus", "aiter", "backend", "parallel", "ray"},
                  "docker": {"platform", "tp", "draft_tp", "gpus", "aiter", "backend", "image", "parallel"},
                  "attach": {"base_url", "api_key_env"}}[kind]
+        off_here = self._not_for_this_host() & shown
         form: QFormLayout = self.layout()
         for key, widget in self.rows.items():
-            form.setRowVisible(widget, key in shown)
+            form.setRowVisible(widget, key in shown - off_here)
+        self.host_note.setText("Not shown on this host: " + "; ".join(HOST_ONLY[k] for k in sorted(off_here)))
+        form.setRowVisible(self.host_note, bool(off_here))
         form.setRowVisible(self.warning, kind == "attach")
         self.changed.emit()
+
+    def set_host(self, host_platform: str) -> None:
+        """What the host's GPU tools found ('rocm', 'cuda' or 'none'): controls that cannot apply
+        on it are hidden, and a line says which and why."""
+        self.host_platform = host_platform
+        self._kind_changed()
+
+    def _not_for_this_host(self) -> set[str]:
+        """The host-only controls that cannot apply here. A control holding a value (from a plan or a
+        saved profile) stays shown, so no setting is ever hidden; before detection answers, all show."""
+        if self.host_platform is None:
+            return set()
+        off = set()
+        rocm = self.platform.currentText() == "rocm" or (self.platform.currentText() == "auto"
+                                                         and self.host_platform == "rocm")
+        if not rocm and self.aiter.checkState() == Qt.PartiallyChecked:
+            off.add("aiter")
+        if self.host_platform not in ("rocm", "cuda") and not self.ray.text().strip():
+            off.add("ray")
+        return off
 
     def refresh_saved(self) -> None:
         self.saved.clear()
