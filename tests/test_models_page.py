@@ -124,3 +124,19 @@ def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):  # noqa
     assert weight_files_in_cache("acme/full-target") == [] and not stand_in.gets("/cdn/")
     qtbot.waitUntil(lambda: page.cache.rowCount() == 1 and page.config_button.isEnabled(), timeout=5000)
     assert page.cache.row(0)["size"] == config_bytes
+
+
+def test_empty_lists_say_how_to_fill_them_and_an_idle_bar_says_nothing(page, qtbot, stand_in):  # noqa: F811
+    hint = page.cache_empty.label
+    assert page.cache.rowCount() == 0 and hint.isVisible()
+    assert hint.text().startswith("No checkpoints in the Hugging Face cache yet")
+    assert "Download" in hint.text() and "what-if" in hint.text()
+    assert hint.geometry().intersects(page.cache_view.viewport().rect())  # across the list, not off it
+    assert page.results_empty.label.isVisible() and "Search" in page.results_empty.label.text()
+    # Idle, the bar shows no "0%": nothing is downloading.
+    assert page.bar.isVisible() and not page.bar.isTextVisible()
+    page.start_download("acme/tiny-draft")
+    assert page.bar.isTextVisible()
+    qtbot.waitUntil(lambda: page.status.text().startswith("Downloaded into"), timeout=60000)
+    qtbot.waitUntil(lambda: page.cache.rowCount() == 1, timeout=5000)
+    assert not hint.isVisible()

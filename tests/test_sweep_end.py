@@ -10,7 +10,6 @@ import signal
 import sys
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QThread, QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
+                               QSplitter, QTableView, QVBoxLayout, QWidget)
 
-from app.models.runs_model import RowsModel
+from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
 from workbench import paths
 from workbench.plan import catalog
@@ -16,35 +16,9 @@ from workbench.checkpoints import hub
 from workbench.usecases import whatif
 
 PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
-
-
-class TableModel(RowsModel):
-    """Dict rows shown through (key, header, formatter) columns."""
-
-    def __init__(self, columns: list[tuple[str, str, object]], parent=None):
-        super().__init__(parent)
-        self.columns = columns
-
-    def data(self, index, role=Qt.DisplayRole):
-        if not index.isValid():
-            return None
-        key, _, fmt = self.columns[index.column()]
-        value = self._rows[index.row()].get(key)
-        if role == Qt.DisplayRole:
-            return "" if value is None else (fmt(value) if fmt else str(value))
-        if role == Qt.ToolTipRole:
-            return self._rows[index.row()].get("tooltip")
-        return None
-
-    def update_row(self, i: int, row: dict) -> None:
-        """Change one row in place, keeping the view's selection."""
-        self._rows[i] = row
-        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
-
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole and 0 <= section < len(self.columns):
-            return self.columns[section][1]
-        return None
+CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows the models downloaded here (vLLM "
+               "reads the same cache): search the Hub above and Download one (or Config only), or pick a model "
+               "shape below for a what-if run without weights.")
 
 
 class Job(QThread):
@@ -66,17 +40,6 @@ class Job(QThread):
             self.failed.emit(hub.explain(exc, ""))
 
 
-def _table(model: TableModel) -> QTableView:
-    view = QTableView()
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SingleSelection)
-    view.verticalHeader().hide()
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-    view.horizontalHeader().setStretchLastSection(True)
-    return view
-
-
 def _yes(v) -> str:
     return "yes" if v else "no"
 
@@ -95,7 +58,9 @@ class ModelsPage(QWidget):
         self.search_button = QPushButton("Search")
         self.results = TableModel([("repo", "Model", None), ("downloads", "Downloads", "{:,}".format),
                                    ("likes", "Likes", None), ("gated", "Gated", _yes), ("size", "Size", hub.human)])
-        self.results_view = _table(self.results)
+        self.results_view = table(self.results)
+        self.results_empty = EmptyHint(self.results_view, "Models found on the Hugging Face Hub show here: type a "
+                                                          "name above (e.g. Qwen3-8B) and press Search.")
         self.size_button = QPushButton("Size")
         self.download_button = QPushButton("Download")
         # The configs and tokenizer without the weights: enough to read a model's shape or to
@@ -104,13 +69,15 @@ class ModelsPage(QWidget):
         self.config_button.setToolTip("Download only the config, tokenizer and generation files, no weights")
         self.cancel_button = QPushButton("Cancel", enabled=False)
         self.bar = QProgressBar(minimum=0, maximum=PROGRESS_STEPS, value=0)
+        self.bar.setTextVisible(False)  # "0%" before any download reads as a download stuck at its start
         self.status = QLabel(wordWrap=True)
         self.gated = QLabel(wordWrap=True, visible=False)
         self.gated_button = QPushButton("Open the model page", visible=False)
 
         self.cache = TableModel([("repo", "Model", None), ("size", "Size", hub.human), ("files", "Files", None),
                                  ("refs", "Refs", None), ("partial", "Partial download", hub.human)])
-        self.cache_view = _table(self.cache)
+        self.cache_view = table(self.cache)
+        self.cache_empty = EmptyHint(self.cache_view, CACHE_EMPTY)
         self.refresh_button = QPushButton("Refresh")
         self.delete_button = QPushButton("Delete from cache")
 
@@ -120,14 +87,14 @@ class ModelsPage(QWidget):
         self.catalog.set_rows([{"name": p.name, "method": p.method, "draft": p.draft, "target": p.target,
                                 "n": ", ".join(map(str, p.n)), "gated": p.gated, "tooltip": p.source}
                                for p in self.pairs])
-        self.catalog_view = _table(self.catalog)
+        self.catalog_view = table(self.catalog)
         self.new_button = QPushButton("New experiment from this pair")
 
         # Published targets as configs alone: served with dummy weights, they cost drafting before
         # any download. What-if plans a sweep on the selected shape or cached model.
         self.shapes = TableModel([("name", "Shape", None), ("repo", "Mirrors", None), ("drafts", "Drafts", None)])
         self.shapes.set_rows(whatif.target_shapes())
-        self.shapes_view = _table(self.shapes)
+        self.shapes_view = table(self.shapes)
         self.whatif_button = QPushButton("What-if…", enabled=False)
         self.whatif_button.setToolTip("Plan a sweep of the selected shape or cached model from its config alone "
                                       "(dummy weights, imposed acceptance): what drafting costs, before any download")
@@ -179,8 +146,8 @@ class ModelsPage(QWidget):
         row.addWidget(self.delete_button)
         v.addLayout(row)
 
-        catalog_box = _listed("Published draft/target pairs", self.catalog_view, self.new_button)
-        shapes_box = _listed("Model shapes (configs only, for what-if sweeps)", self.shapes_view, self.whatif_button)
+        catalog_box = listed("Published draft/target pairs", self.catalog_view, self.new_button)
+        shapes_box = listed("Model shapes (configs only, for what-if sweeps)", self.shapes_view, self.whatif_button)
 
         split = QSplitter(Qt.Vertical)
         for box in (hub_box, cache_box, shapes_box, catalog_box):
@@ -266,6 +233,7 @@ class ModelsPage(QWidget):
         self.gated.hide()
         self.gated_button.hide()
         self.bar.setValue(0)
+        self.bar.setTextVisible(True)
         self._set_busy(True)
         self.status.setText(f"Downloading the config files of {repo}…" if config_only else f"Downloading {repo}…")
         download = self.download = hub.Download(repo, allow_patterns=hub.CONFIG_PATTERNS if config_only else None)
@@ -383,14 +351,3 @@ class ModelsPage(QWidget):
         for job in list(self.jobs):
             job.wait(30000)
 
-
-def _listed(title: str, view, button) -> QGroupBox:
-    """A titled box: a list, and under it at the right the button that acts on its selection."""
-    box = QGroupBox(title)
-    v = QVBoxLayout(box)
-    v.addWidget(view, 1)
-    row = QHBoxLayout()
-    row.addStretch(1)
-    row.addWidget(button)
-    v.addLayout(row)
-    return box

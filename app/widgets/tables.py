@@ -1,0 +1,90 @@
+"""Lists of dict rows as the Models page shows them: a model with (key, header, formatter) columns,
+its table view, a titled box with the button that acts on the selection, and the line a list
+shows while it is empty."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QTableView,
+                               QVBoxLayout)
+
+from app.models.runs_model import RowsModel
+
+
+class TableModel(RowsModel):
+    """Dict rows shown through (key, header, formatter) columns."""
+
+    def __init__(self, columns: list[tuple[str, str, object]], parent=None):
+        super().__init__(parent)
+        self.columns = columns
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        key, _, fmt = self.columns[index.column()]
+        value = self._rows[index.row()].get(key)
+        if role == Qt.DisplayRole:
+            return "" if value is None else (fmt(value) if fmt else str(value))
+        if role == Qt.ToolTipRole:
+            return self._rows[index.row()].get("tooltip")
+        return None
+
+    def update_row(self, i: int, row: dict) -> None:
+        """Change one row in place, keeping the view's selection."""
+        self._rows[i] = row
+        self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole and 0 <= section < len(self.columns):
+            return self.columns[section][1]
+        return None
+
+
+def table(model: TableModel) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    view.verticalHeader().hide()
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    view.horizontalHeader().setStretchLastSection(True)
+    return view
+
+
+def listed(title: str, view, button) -> QGroupBox:
+    """A titled box: a list, and under it at the right the button that acts on its selection."""
+    box = QGroupBox(title)
+    v = QVBoxLayout(box)
+    v.addWidget(view, 1)
+    row = QHBoxLayout()
+    row.addStretch(1)
+    row.addWidget(button)
+    v.addLayout(row)
+    return box
+
+
+class EmptyHint(QObject):
+    """A line across an empty list saying what it shows and how to fill it (an empty grid alone
+    tells a newcomer nothing); gone as soon as the list has a row."""
+
+    def __init__(self, view: QTableView, text: str):
+        super().__init__(view)
+        self.view = view
+        self.label = QLabel(text, view.viewport())
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignCenter)
+        self.label.setStyleSheet("color: #777;")
+        view.viewport().installEventFilter(self)
+        model = view.model()
+        for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved):
+            signal.connect(self.update)
+        self.update()
+
+    def update(self) -> None:
+        self.label.setVisible(self.view.model().rowCount() == 0)
+        self.label.setGeometry(self.view.viewport().rect().adjusted(12, 0, -12, 0))
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Resize:
+            self.update()
+        return False
