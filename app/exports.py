@@ -167,9 +167,11 @@ def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path |
             continue
         w = chartlib.new_plot(name)
         chartlib.draw(w, name, data, caption)
-        chart_export.lay_out(w, *REPORT_SIZE)
-        # The chart's own title (a what-if one names the imposed curve's source) captions it.
+        # The chart's own title (a what-if one names the imposed curve's source) captions it, and
+        # only there: drawn into the image as well, every title read twice.
         title_of = w.getPlotItem().titleLabel.text
+        w.getPlotItem().setTitle(None)
+        chart_export.lay_out(w, *REPORT_SIZE)
         (what_if_figures if name in WHAT_IF_CHART_NAMES else figures).append((title_of, chart_export.svg_text(w)))
         w.deleteLater()
     table, crossings = the_answer(rows, cs)

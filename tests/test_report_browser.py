@@ -1,9 +1,11 @@
 """The HTML report opened in a real browser (headless Chromium, installed by scripts/bootstrap.sh):
-at 1280 px nothing overflows horizontally and every chart image has loaded, for the recorded demo
-sweep and the H200 sweep. The page measures itself with a small script added to a copy of it."""
+at 1280 px nothing overflows horizontally, every chart image has loaded and each chart's title is
+read once (its caption, not drawn into the image as well), for the recorded demo sweep and the H200
+sweep. The page measures itself with a small script added to a copy of it."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -23,10 +25,20 @@ window.addEventListener("load", () => {
     .filter(e => e.getBoundingClientRect().right > width + 0.5)
     .map(e => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + ": " + (e.textContent || e.alt || "").slice(0, 60));
   const images = [...document.images];
+  // What a reader sees: the page's text and the text drawn into each chart image (SVG).
+  const drawn = images.map(i => {
+    try {
+      const bytes = Uint8Array.from(atob(i.src.split(",")[1]), c => c.charCodeAt(0));
+      const svg = new DOMParser().parseFromString(new TextDecoder().decode(bytes), "image/svg+xml");
+      return [...svg.querySelectorAll("text")].map(t => t.textContent.trim()).join("\\n");
+    } catch (e) { return ""; }
+  });
+  const seen = document.body.innerText + "\\n" + drawn.join("\\n");
+  const titles = [...document.querySelectorAll("figcaption")].map(f => [f.textContent, seen.split(f.textContent).length - 1]);
   const out = document.createElement("pre");
   out.id = "measure";
   out.textContent = JSON.stringify({width, scroll: document.documentElement.scrollWidth, wide,
-    images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt)});
+    images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt), titles});
   document.body.appendChild(out);
 });
 </script>"""
@@ -60,12 +72,18 @@ def test_report_fits_1280_px_and_every_image_loads(qapp, source, tmp_path):
     assert seen["width"] <= 1280 and seen["scroll"] <= seen["width"], seen
     assert seen["wide"] == [], seen["wide"]
     assert seen["images"] >= 5 and seen["broken"] == [], seen
+    assert len(seen["titles"]) == seen["images"] and all(t.strip() for t, _ in seen["titles"]), seen["titles"]
+    assert [t for t, times in seen["titles"] if times != 1] == [], seen["titles"]
 
 
 def test_the_measurement_sees_an_overflow_and_a_broken_image(tmp_path):
     page = tmp_path / "bad.html"
+    titled = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
+                              b'<text x="5" y="20">MAL against N</text></svg>').decode()
     page.write_text('<!DOCTYPE html><html><body><div style="width:2000px">wide</div>'
-                    '<img alt="broken" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></body></html>'
-                    .replace("</body>", MEASURE + "</body>"))
+                    '<img alt="broken" src="data:image/svg+xml;base64,bm90IGFuIHN2Zw==">'
+                    f'<figure><figcaption>MAL against N</figcaption><img alt="t" src="data:image/svg+xml;base64,{titled}">'
+                    '</figure></body></html>'.replace("</body>", MEASURE + "</body>"))
     seen = measure(page)
     assert seen["scroll"] > seen["width"] and seen["wide"] and seen["broken"] == ["broken"]
+    assert seen["titles"] == [["MAL against N", 2]]  # the caption, and the same title drawn in the image
