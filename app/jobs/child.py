@@ -7,6 +7,7 @@ not reach it; the app, opened again, follows it by pid and events file.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +47,14 @@ class Child(QObject):
         self.timer.start()
 
     @classmethod
-    def start(cls, args: list[str], events_path: Path, stderr_path: Path, cwd: Path, parent=None):
-        """`draftbench ARGS` with its output going to `stderr_path`; raises OSError when it cannot start."""
+    def start(cls, args: list[str], events_path: Path, stderr_path: Path, cwd: Path, parent=None,
+              env: dict[str, str] | None = None):
+        """`draftbench ARGS` with its output going to `stderr_path`, `env` added to the app's own
+        environment; raises OSError when it cannot start."""
         program, argv = draftbench_argv(*args)
         with open(stderr_path, "ab") as log:
-            proc = process.start([program, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd)
+            proc = process.start([program, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd,
+                                 env={**os.environ, **env} if env else None)
         return cls(proc.pid, events_path, stderr_path, parent, proc)
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.jobs.child import Child
 from workbench import events, paths, store
+from workbench.sweep import app_cpu
 
 
 def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
@@ -21,6 +22,11 @@ def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
     # stops the sweep there. On a Ray cluster this process is the driver, writing the database here.
     where = ["--remote", remote] if remote else ["--ray", ray] if ray else []
     return ["run", plan_path, "--db", db_path, "--events", events_path, "--log", log_path, "--own-group", *where]
+
+
+def app_env() -> dict[str, str]:
+    """The environment that names the app to the runner it starts."""
+    return {app_cpu.APP_PID_ENV: str(os.getpid())}
 
 
 class Sweep(Child):
@@ -39,7 +45,8 @@ class Sweep(Child):
         stderr = events_path.with_suffix("").with_suffix(".stderr.txt")
         events_path.touch()
         args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray)
-        return super().start(args, events_path, stderr, Path.cwd(), parent)
+        # The runner reads this process's CPU over every measurement window (workbench.sweep.app_cpu).
+        return super().start(args, events_path, stderr, Path.cwd(), parent, env=app_env())
 
     def close_row(self, db_path: Path) -> None:
         """Once the runner is gone: a runner that exited without closing its sweep row (killed, or

@@ -42,6 +42,14 @@ def _client_cost(r: dict) -> str:
             f"{cpu / tokens * 1e4:.3f} per 10k tok/s")
 
 
+def _app_cost(r: dict) -> str:
+    """The desktop app's CPU over the window (measured only where the app started the sweep)."""
+    cpu, wall = r.get("app_cpu_s"), r.get("window_s")
+    if cpu is None or not wall:
+        return "-"
+    return f"{cpu:.2f} s: {100 * cpu / wall:.1f} % of one core"
+
+
 def _requests(db: store.Database, r: dict) -> str:
     """ok/failed from the run's summary; a run that failed before its summary was written counts its
     stored request rows instead, and one that stored none says so with a dash."""
@@ -61,7 +69,8 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("N", "-" if r["n"] is None else str(r["n"])), ("workload", r["workload"]),
         ("concurrency", str(r["concurrency"])), ("temperature", str(r["temperature"])),
         ("max tokens", str(r["max_tokens"])), ("requests ok/failed", _requests(db, r)),
-        ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)), ("output tokens", str(r["output_tokens"])),
+        ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)),
+        ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s", _f(r["output_tok_s"], ".1f")), ("speedup vs baseline", _f(s, ".2f")),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),

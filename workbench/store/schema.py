@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -160,7 +160,15 @@ def _v10(db: sqlite_utils.Database) -> None:
             db["runs"].add_column(column, kind)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10}
+def _v11(db: sqlite_utils.Database) -> None:
+    # What the desktop app itself cost over a run's window (CPU seconds of its process), beside the
+    # load generator's: on a small host a busy GUI slows the server it measures. NULL where no app
+    # started the sweep (the command line) or its process could not be read.
+    if "app_cpu_s" not in db["runs"].columns_dict:
+        db["runs"].add_column("app_cpu_s", float)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

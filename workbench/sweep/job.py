@@ -21,6 +21,7 @@ from workbench.launch import provenance
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
 from workbench.plan import Run, Server
+from workbench.sweep import app_cpu
 from workbench.sweep.measure import Measurement, RunFailed
 from workbench.sweep.outbox import Sender
 from workbench.sweep.window import model_runner
@@ -38,6 +39,7 @@ class Context:
     health_timeout_s: float
     scrape_interval_s: float
     prompts: dict[str, list[workloads.Prompt]] = field(default_factory=dict)
+    app: app_cpu.Watched | None = None  # the desktop app that started the sweep, whose CPU each window reads
 
 
 @dataclass

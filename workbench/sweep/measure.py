@@ -17,6 +17,7 @@ from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
 from workbench.plan import Run, sanity
+from workbench.sweep import app_cpu
 from workbench.sweep.window import per_request_window, summarize
 
 WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
@@ -86,6 +87,8 @@ class Measurement:
                     await self._sample(client, metrics_url, run_id, before, t_start, state, r)
 
             task = asyncio.create_task(sampler())
+            # The app's CPU over the same span the client processes time their own.
+            app_window = app_cpu.Window(self.ctx.app)
             try:
                 outcome = await asyncio.to_thread(clients.run, prompts, sampling, r.concurrency, r.request_rate,
                                                   r.repeat, on_result)
@@ -97,6 +100,7 @@ class Measurement:
                     await task
                 except (asyncio.CancelledError, httpx.HTTPError):
                     pass
+            app_cpu_s = app_window.stop()
             results = outcome.results
             wall = outcome.wall_s
             t_wall1 = time.time()
@@ -113,16 +117,13 @@ class Measurement:
         if len(failed) == len(results):
             raise RunFailed(f"every request failed: {failed[0].error}")
         summary = summarize(results, metrics.window(before, after), wall)
-        summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes)
+        summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
         if failed:
             summary["partial_error"] = (f"{len(failed)} of {len(results)} requests failed; the first: "
                                         f"{failed[0].error}")
-        cores = outcome.client_cpu_s / wall if wall > 0 else 0.0
-        if cores > CLIENT_CORES_WARNING:
-            stored = self.warnings.get(run_id, [])
-            summary["warnings"] = json.dumps(stored + [
-                f"the load generator used {cores:.2f} CPU cores on average during the window (more than "
-                f"{CLIENT_CORES_WARNING}): the client may have limited the measured throughput"])
+        found = window_warnings(outcome.client_cpu_s, app_cpu_s, wall)
+        if found:
+            summary["warnings"] = json.dumps(self.warnings.get(run_id, []) + found)
         if srv.spec.kind == "attach":
             summary.update(per_request_window(results))
         self._flush_telemetry()
@@ -160,6 +161,19 @@ class Measurement:
         self.emit(events.Progress(run=run_id, done=state["done"], total=r.num_prompts, t=round(t, 2),
                                   output_tok_s=sample["output_tok_s"], mal=sample["mal"]))
         return snap
+
+
+def window_warnings(client_cpu_s: float, app_cpu_s: float | None, wall_s: float) -> list[str]:
+    """What the measuring itself may have cost the run: a busy load generator, a busy app."""
+    out = []
+    cores = client_cpu_s / wall_s if wall_s > 0 else 0.0
+    if cores > CLIENT_CORES_WARNING:
+        out.append(f"the load generator used {cores:.2f} CPU cores on average during the window (more than "
+                   f"{CLIENT_CORES_WARNING}): the client may have limited the measured throughput")
+    app = app_cpu.warning(app_cpu_s, wall_s)
+    if app:
+        out.append(app)
+    return out
 
 
 class RunFailed(Exception):

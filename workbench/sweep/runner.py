@@ -24,7 +24,7 @@ from workbench.host.slots import Slot
 from workbench.load import workloads
 from workbench.plan import Plan, Run, knownbad, sanity
 from workbench.plan.profiles import Profile
-from workbench.sweep import outbox
+from workbench.sweep import app_cpu, outbox
 from workbench.sweep.job import Context, ServerJob, Work
 from workbench.sweep.measure import WARMUP_PROMPT, RunFailed
 from workbench.sweep.window import model_runner, per_request_window, summarize
@@ -163,7 +163,7 @@ class Runner:
 
     def context(self) -> Context:
         return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,
-                       self.scrape_interval_s, self._prompts)
+                       self.scrape_interval_s, self._prompts, app=app_cpu.from_env())
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
         """Every server configuration of the given runs, as many at once as there are slots."""
