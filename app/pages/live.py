@@ -1,4 +1,6 @@
-"""The Live page: a run's acceptance, throughput and latency drawn from the database as it grows."""
+"""The Live page: a run's acceptance, throughput and latency drawn from the database as it grows.
+
+Its charts are `app.pages.live_charts`; how often it reads and draws, `app.pages.live_pace`."""
 
 from __future__ import annotations
 
@@ -8,80 +10,26 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
+from app.models.dbpoll import RunFeed
+from app.pages import live_pace
+from app.pages.live_charts import TIPS, LiveCharts, Series
 from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
-from app.widgets.charts import right_axis_curve, side_legend
-from app.widgets.theme import integer_ticks
-from app.models.dbpoll import RunFeed
 from workbench import events
 from workbench.analysis import compare
-from workbench.metrics import telemetry
-from workbench.report import palette
 
 NO_GPU = ("No GPU on this host: GPU power and utilisation are not measured (host CPU utilisation is "
           "drawn below).")
 
-TIPS = {
-    "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
-                 "of steps whose first i draft tokens were all accepted (vLLM's definition). Faint bars: "
-                 "earlier runs of the same sweep.",
-    "acceptance": "MAL (mean acceptance length) = 1 + accepted / drafts: tokens produced per target step. "
-                  "Acceptance rate = accepted / drafted tokens. Both cumulative over the measurement window.",
-    "throughput": "Output tokens/s between two scrapes of /metrics (vLLM's generation_tokens counter).",
-    "gpu_power": "Power draw per GPU, from NVML (NVIDIA) or amd-smi (AMD) about once a second, and its "
-                 "sum over the GPUs a tensor-parallel run uses. Indices are the ones vLLM sees; the vendor "
-                 "tool's physical index is given where they differ. Energy per output token = the "
-                 "integral of the summed power over the measurement window / output tokens.",
-    "gpu_util": "Utilisation per GPU (share of time a kernel ran, as the vendor tool reports it) and the "
-                "host's CPU utilisation (psutil).",
-    "latency": "Per request: TTFT = time to the first streamed token; ITL = mean gap between streamed "
-               "chunks (one chunk can hold several tokens under speculation).",
-}
+__all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
 
 
-class Series:
-    """A growable numpy buffer (doubling), so a redraw never copies Python lists."""
-
-    def __init__(self, columns: int):
-        self.data = np.zeros((256, columns))
-        self.n = 0
-
-    def extend(self, rows: np.ndarray) -> None:
-        need = self.n + len(rows)
-        if need > len(self.data):
-            size = len(self.data)
-            while size < need:
-                size *= 2
-            grown = np.zeros((size, self.data.shape[1]))
-            grown[: self.n] = self.data[: self.n]
-            self.data = grown
-        self.data[self.n: need] = rows
-        self.n = need
-
-    def column(self, i: int) -> np.ndarray:
-        return self.data[: self.n, i]
-
-    def clear(self) -> None:
-        self.n = 0
-
-
-def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
-    w = theme.plot(title, left, bottom, tip)
-    w.getPlotItem().setClipToView(True)
-    # Long histories are drawn at screen resolution; peaks are kept so spikes stay visible.
-    w.getPlotItem().setDownsampling(auto=True, mode="peak")
-    for side in ("left", "bottom"):
-        w.getAxis(side).enableAutoSIPrefix(False)  # seconds and watts as they are, never "(x0.001)"
-    return w
-
-
-class LivePage(QWidget):
+class LivePage(LiveCharts, QWidget):
     stop_requested = Signal()
 
     def __init__(self, parent=None):
@@ -105,6 +53,11 @@ class LivePage(QWidget):
         self.flag.setWordWrap(True)
         self.flag.setStyleSheet("color: #b00020; font-weight: bold")
         self.flag.setVisible(False)
+        # What may have skewed the run's figures (the runner's warnings: a busy client or app, ...).
+        self.warned = QLabel("")
+        self.warned.setWordWrap(True)
+        self.warned.setStyleSheet("color: #9a6700")
+        self.warned.setVisible(False)
         self.no_gpu = QLabel(NO_GPU)
         self.no_gpu.setVisible(False)
         self.progress = QProgressBar()
@@ -125,40 +78,13 @@ class LivePage(QWidget):
         self.slots = SlotsTable()
         self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
 
-        self.pos_plot = _plot("Per-position acceptance", "acceptance (0–1)", "draft position", TIPS["positions"])
-        self.pos_plot.setYRange(0, 1.05)
-        integer_ticks(self.pos_plot)
-        self.faint_items: list[pg.BarGraphItem] = []
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.55, brush=palette.BASELINE)
-        self.pos_plot.addItem(self.bars)
-
-        self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)", TIPS["acceptance"])
-        side_legend(self.acc_plot)
-        self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(palette.BASELINE, width=2))
-        self.rate_view, self.rate_curve = right_axis_curve(
-            self.acc_plot, "acceptance rate (0–1)", "acceptance rate",
-            pg.mkPen(palette.other(0), width=2, style=Qt.DashLine), (0, 1.05))
-
-        self.tps_plot = _plot("Output throughput", "output tokens/s", "time in window (s)", TIPS["throughput"])
-        self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(palette.BASELINE, width=2))
-
-        self.lat_plot = _plot("Latency per request", "milliseconds (ms)", "request #", TIPS["latency"])
-        side_legend(self.lat_plot)
-        integer_ticks(self.lat_plot)
-        self.ttft_scatter = self.lat_plot.plot(name="TTFT", pen=None, symbol="o", symbolSize=6,
-                                               symbolBrush=palette.other(0))
-        self.itl_scatter = self.lat_plot.plot(name="ITL (mean)", pen=None, symbol="t", symbolSize=6,
-                                              symbolBrush=palette.other(1))
-
-        self.power_plot = _plot("GPU power", "watts (W)", "time (s, from the run's first reading)", TIPS["gpu_power"])
-        side_legend(self.power_plot)
-        self.util_plot = _plot("GPU and CPU utilisation", "utilisation (%)", "time (s, from the run's first reading)",
-                               TIPS["gpu_util"])
-        side_legend(self.util_plot)
-        self.util_plot.setYRange(0, 105)
         self.telemetry: list[tuple] = []
         self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
-        self.telemetry_curves: dict[tuple[str, str], pg.PlotDataItem] = {}
+        self._build_charts()
+        self.pace = live_pace.Pace()
+        self.pace_note = QLabel(live_pace.NOTE)
+        self.pace_note.setStyleSheet("color: #666666; font-size: 8pt")
+        self.pace_note.setVisible(False)
 
         self.log = QPlainTextEdit(readOnly=True)
         self.log.setMaximumBlockCount(1000)
@@ -167,6 +93,7 @@ class LivePage(QWidget):
 
         top = QHBoxLayout()
         top.addWidget(self.progress, 1)
+        top.addWidget(self.pace_note)
         top.addWidget(self.eta)
         top.addWidget(self.stop_button)
         self.grid = grid = QGridLayout()
@@ -179,6 +106,7 @@ class LivePage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.flag)
+        layout.addWidget(self.warned)
         layout.addLayout(top)
         layout.addWidget(self.no_gpu)
         layout.addWidget(self.adaptive)
@@ -187,10 +115,10 @@ class LivePage(QWidget):
         layout.addWidget(QLabel("Server log"))
         layout.addWidget(self.log, 1)
 
-        self.poll_timer = QTimer(self, interval=250)
-        self.poll_timer.timeout.connect(self.poll)
-        self.draw_timer = QTimer(self, interval=66)  # ~15 Hz
-        self.draw_timer.timeout.connect(self.redraw)
+        self.poll_timer = QTimer(self, interval=live_pace.POLL_MS)
+        self.poll_timer.timeout.connect(self._poll_tick)
+        self.draw_timer = QTimer(self, interval=live_pace.DRAW_MS)
+        self.draw_timer.timeout.connect(lambda: self.draw_some(every=False))
         self.draw_timer.start()
 
     # --- what is shown ----------------------------------------------------------------------
@@ -204,52 +132,61 @@ class LivePage(QWidget):
         self.positions = []
         self.telemetry = []
         self.gpu_readings = False
-        for (kind, _), curve in self.telemetry_curves.items():
-            (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
-        self.telemetry_curves = {}
-        for plot in (self.power_plot, self.util_plot):
-            plot.getPlotItem().legend.clear()
+        self.run_row = None
+        self._reset_charts()
         self.log.clear()
         self.flag.setVisible(False)
+        self.warned.setVisible(False)
         self._draw_siblings()
-        self.dirty = True  # the previous run's curves and bars are cleared at the next draw
         self.poll()
+        # Drawn at once: nothing of the previous run stays up until the next draw.
+        self.redraw()
         self.poll_timer.start()
 
-    def _draw_siblings(self) -> None:
-        for item in self.faint_items:
-            self.pos_plot.removeItem(item)
-        self.faint_items = []
-        for i, row in enumerate(self.feed.siblings() if self.feed else []):
-            values = json.loads(row["per_position"])
-            faint = pg.mkColor(palette.colour(row["method"], row["n"]))
-            faint.setAlpha(45)
-            item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
-                                   brush=faint, pen=pg.mkPen(None))
-            item.setZValue(-1)
-            self.pos_plot.addItem(item)
-            self.faint_items.append(item)
+    def _poll_tick(self) -> None:
+        """From the poll timer: a hidden page reads nothing (it catches up when shown); during a
+        measurement the one read a second is drawn straight away, all charts at once."""
+        if not self.isVisible():
+            return
+        self.poll()
+        if self.pace.measuring:
+            self.draw_some(every=True)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.feed is not None:
+            self.poll()
+            self.redraw()
 
     def poll(self) -> None:
         if not self.feed:
             return
         new = self.feed.poll()
+        # Each chart is redrawn only when its own rows came.
         if new["samples"]:
             self.samples.extend(np.array(new["samples"], dtype=float))
+            self.stale.update(("acceptance", "throughput"))
         if new["positions"]:
             last_t = new["positions"][-1][0]
             self.positions = [a or 0.0 for t, _, a in new["positions"] if t == last_t]
+            self.stale.add("positions")
         if new["requests"]:
             rows = np.array(new["requests"], dtype=float)
             rows[:, 0] += 1
             self.requests.extend(rows)
+            self.stale.add("latency")
         if new.get("telemetry"):
             self.telemetry.extend(new["telemetry"])
             self.gpu_readings = self.gpu_readings or any(r[1] == "gpu" for r in new["telemetry"])
+            self.stale.add("telemetry")
         if new["logs"]:
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
         if row:
+            before = self.run_row or {}
+            if (row["status"], row["method"]) != (before.get("status"), before.get("method")):
+                self.dirty = True  # an empty chart says why by the run's method and state
+            self.run_row = row
             self._colour(row)
             self._flag(row)
             n = "" if row["n"] is None else f" N={row['n']}"
@@ -269,15 +206,6 @@ class LivePage(QWidget):
                                f"concurrency {row['concurrency']} · <i>{html.escape(state)}</i>{what_if}{figures}")
             if row["status"] in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
-        if any(new.values()):
-            self.dirty = True
-
-    def _colour(self, row: dict) -> None:
-        """The run's (method, N) colour, as in Compare, the report and the exports."""
-        colour = palette.colour(row["method"], row["n"])
-        self.bars.setOpts(brush=colour, pen=pg.mkPen(colour))
-        self.mal_curve.setPen(pg.mkPen(colour, width=2))
-        self.tps_curve.setPen(pg.mkPen(colour, width=2))
 
     def _flag(self, row: dict) -> None:
         lost = row.get("requests_failed") or 0
@@ -291,6 +219,14 @@ class LivePage(QWidget):
             text = ""
         self.flag.setText(text)
         self.flag.setVisible(bool(text))
+        try:
+            found = json.loads(row.get("warnings") or "[]")
+        except ValueError:
+            found = []
+        more = f" (and {len(found) - 1} more: hover to read them)" if len(found) > 1 else ""
+        self.warned.setText(f"Warning: {found[0]}{more}" if found else "")
+        self.warned.setToolTip("\n".join(found))
+        self.warned.setVisible(bool(found))
 
     def set_host_gpus(self, found: tuple) -> None:
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
@@ -298,51 +234,11 @@ class LivePage(QWidget):
         self.host_has_gpus = found[0] != "none" or bool(found[1])
         self._gpu_panels()
 
-    def _gpu_panels(self) -> None:
-        show = self.host_has_gpus or self.gpu_readings
-        if show == getattr(self, "_gpu_shown", None):
-            return
-        self._gpu_shown = show
-        self.power_plot.setVisible(show)
-        self.no_gpu.setVisible(not show)
-        # Without the power panel, the utilisation panel takes its row.
-        self.grid.addWidget(self.util_plot, 2, 1 if show else 0, 1, 1 if show else 2)
-        self.util_plot.setTitle("GPU and CPU utilisation" if show else "Host CPU utilisation")
-
-    def redraw(self) -> None:
-        if not self.dirty:
-            return
-        self.dirty = False
-        t = self.samples.column(0)
-        self.mal_curve.setData(t, self.samples.column(1), connect="finite")
-        self.rate_curve.setData(t, self.samples.column(2), connect="finite")
-        self.tps_curve.setData(t, self.samples.column(3), connect="finite")
-        self.bars.setOpts(x=np.arange(1, len(self.positions) + 1), height=self.positions)
-        self.ttft_scatter.setData(self.requests.column(0), self.requests.column(1))
-        self.itl_scatter.setData(self.requests.column(0), self.requests.column(2))
-        self._draw_telemetry()
-
-    def _draw_telemetry(self) -> None:
-        self._gpu_panels()
-        if not self.telemetry:
-            return
-        t0 = self.telemetry[0][0]
-        for i, (name, s) in enumerate(telemetry.series(self.telemetry).items()):
-            t = np.asarray(s["t"]) - t0
-            for kind, plot, values in (("power", self.power_plot, s["power"]), ("util", self.util_plot, s["util"])):
-                if np.all(np.isnan(values)):
-                    continue
-                curve = self.telemetry_curves.get((kind, name))
-                if curve is None:
-                    dashed = name == "all GPUs"
-                    curve = plot.plot(name=name, pen=pg.mkPen(palette.other(i), width=2,
-                                                              style=Qt.DashLine if dashed else Qt.SolidLine))
-                    self.telemetry_curves[(kind, name)] = curve
-                curve.setData(t, np.asarray(values, float), connect="finite")
-
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: events.Event) -> None:
         self.slots.on_event(event)
+        if self.pace.on_event(event):
+            self._set_pace()
         if isinstance(event, events.SweepStarted):
             self.sweep_total = event.runs
             self.sweep_done = event.runs - event.pending
@@ -379,6 +275,17 @@ class LivePage(QWidget):
             self._show_adaptive({**self.adaptive_lines, event.context: event.summary()})
         elif isinstance(event, events.Recommendation):
             self._show_adaptive({**self.adaptive_lines, event.context: "recommended: " + event.message})
+
+    def _set_pace(self) -> None:
+        """During a measurement: one read and one draw a second, from the poll timer, and a line
+        saying so; between runs: four reads a second and a chart redrawn every 66 ms."""
+        measuring = self.pace.measuring
+        self.poll_timer.setInterval(self.pace.poll_ms)
+        if measuring:
+            self.draw_timer.stop()
+        else:
+            self.draw_timer.start()
+        self.pace_note.setVisible(measuring)
 
     def _show_adaptive(self, lines: dict[str, str]) -> None:
         self.adaptive_lines = lines

@@ -338,7 +338,11 @@ def right_axis_curve(plot: pg.PlotWidget, axis_label: str, name: str, pen, y_ran
     pi.getAxis("right").setLabel(axis_label)
     view.setXLink(pi)
     view.setYRange(*y_range)
-    curve = pg.PlotCurveItem(pen=pen)
+    # A data item, downsampled and clipped as the plot's own curves are (the plot's settings do
+    # not reach a second view): a long history is drawn at screen resolution.
+    curve = pg.PlotDataItem(pen=pen)
+    curve.setDownsampling(auto=True, method="peak")
+    curve.setClipToView(True)
     view.addItem(curve)
     pi.legend.addItem(curve, name)
     pi.vb.sigResized.connect(lambda: view.setGeometry(pi.vb.sceneBoundingRect()))
