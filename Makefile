@@ -11,6 +11,7 @@ bench:
 	$(PYTHON) bench/machine.py
 	$(PYTHON) bench/store_bench.py
 	$(PYTHON) bench/gui_stall.py
+	$(PYTHON) bench/app_cpu.py
 	$(PYTHON) bench/fidelity.py
 	$(PYTHON) bench/client_cost.py
 	$(PYTHON) bench/restart.py
@@ -21,6 +22,7 @@ bench-quick:
 	$(PYTHON) bench/machine.py
 	$(PYTHON) bench/store_bench.py
 	$(PYTHON) bench/gui_stall.py
+	$(PYTHON) bench/app_cpu.py
 
 test:
 	$(PYTHON) -m pytest
