@@ -45,6 +45,8 @@ for r in "$@"; do
   name="demo-pair-real-r$r"
   plan=$work/$name.toml
   sed "s/^name = \"demo-pair-real\"/name = \"$name\"/" "$template" > "$plan"
+  # The first round measures the baseline; later rounds re-measure the pair only.
+  [ "$r" = 1 ] || printf '[sweep]\nbaseline = false\n' >> "$plan"
   run_plan "$plan" || break
   for id in $(measured_runs "$name"); do
     imposed=$work/imposed-of-run-$id.toml
