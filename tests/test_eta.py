@@ -1,0 +1,63 @@
+"""The sweep clock: servers and runs timed apart, so the ETA holds when server starts dominate."""
+
+from workbench import events
+from workbench.sweep.eta import SweepClock
+
+
+class Clock:
+    t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def _sweep(clock, sweep, start_s=40.0, run_s=5.0, servers=3, runs_per_server=3, stop_after=None):
+    """Feed a sweep of `servers` x `runs_per_server` runs with fixed times; yield after each event."""
+    sweep.feed(events.SweepStarted(experiment=1, db="x", runs=servers * runs_per_server,
+                                   pending=servers * runs_per_server))
+    run = 0
+    for s in range(1, servers + 1):
+        sweep.feed(events.ServerStarting(run=run + 1, command="vllm serve", index=s, servers=servers))
+        yield "starting"
+        clock.t += start_s
+        sweep.feed(events.ServerReady(seconds=start_s, port=1))
+        for _ in range(runs_per_server):
+            run += 1
+            sweep.feed(events.RunStarted(run=run, label=f"r{run}", index=run, total=servers * runs_per_server))
+            yield "running"
+            clock.t += run_s
+            sweep.feed(events.RunFinished(run=run, label=f"r{run}", output_tok_s=1.0, mal=None,
+                                          acceptance_rate=None))
+            yield "finished"
+
+
+def test_the_eta_counts_server_starts_and_runs_apart():
+    clock = Clock()
+    sweep = SweepClock(now=clock)
+    total = 3 * 40.0 + 9 * 5.0
+    seen = []
+    for state in _sweep(clock, sweep):
+        left = sweep.seconds_left()
+        if left is None:
+            seen.append(None)
+            continue
+        # With constant times the estimate is exact at every step, also right after a run ends
+        # and the next server is still to start.
+        assert abs(left - (total - clock.t)) < 1e-6, (state, clock.t, left)
+        seen.append(left)
+    assert seen[0] is None and "once a server has started" in SweepClock().text()
+    assert seen[-1] == 0.0 and any(v and v > 80 for v in seen)
+
+
+def test_the_eta_text_and_its_end():
+    clock = Clock()
+    sweep = SweepClock(now=clock)
+    steps = _sweep(clock, sweep)
+    for _ in range(3):          # a server up, one run finished
+        next(steps)
+    assert sweep.text() == "ETA 2 min 00 s"    # 2 servers x 40 s + 8 runs x 5 s
+    next(steps)                 # the next run starts; the clock runs down while it runs
+    clock.t += 2.0
+    assert sweep.text() == "ETA 1 min 58 s"
+    sweep.feed(events.SweepFinished(experiment=1, seconds=1.0, completed=9, failed=0))
+    assert sweep.seconds_left() is None and sweep.text() == ""
