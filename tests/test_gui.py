@@ -18,10 +18,10 @@ def window(qtbot, tmp_path, vllm_install):
 def test_main_window_opens_with_the_demo_plan(window, qtbot):
     assert [window.tabs.tabText(i) for i in range(4)] == ["Experiment", "Live", "History", "Compare"]
     page = window.experiment
-    # The quick demo: the baseline and two methods at two N each, at one concurrency.
+    # The quick demo: the baseline and two methods at one N each, at one concurrency.
     assert page.name.text() == "demo-quick" and page.target.text() == "demo:smollm2-135m"
     assert [r.method.currentData() for r in page.rows] == ["ngram", "draft_model"]
-    assert [r.n.text() for r in page.rows] == ["2, 4", "1, 3"] and page.concurrency.text() == "4"
+    assert [r.n.text() for r in page.rows] == ["3", "3"] and page.concurrency.text() == "4"
     commands = page.commands.toPlainText()
     assert commands.startswith("vllm serve ") and '"method":"ngram"' in commands
     assert page.run_button.isEnabled()

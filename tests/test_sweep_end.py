@@ -70,7 +70,7 @@ def test_a_finished_runner_is_reaped_and_nothing_is_left_pending(qtbot, tmp_path
     qtbot.waitUntil(lambda: _state(sweep.pid) is None, timeout=10000)
     assert sweep.proc.returncode == 1 and not sweep.timer.isActive()
     [row] = _sweep_rows(window.db_path)
-    assert row["runs_total"] == 5 and row["runs_pending"] == 0
+    assert row["runs_total"] == 9 and row["runs_pending"] == 0
     assert row["status"] == "finished" and row["finished"] is not None
 
 
