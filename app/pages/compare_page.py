@@ -6,6 +6,7 @@ never in the answer, and in the measured table only when the user ticks for them
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -222,6 +223,9 @@ class ComparePage(QWidget):
         self.answer_model.set_rows(table)
         text = ("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in crossings)
                 if crossings else "")
+        why = answer.none_pays(table)
+        if why:
+            text = "<br>".join(filter(None, [text, *(html.escape(line) for line in why)]))
         if not table and self.data.get("what_if"):
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)

@@ -131,6 +131,32 @@ def _crossover_text(method, levels, at, before, stops, estimate) -> str:
             f"c={stops} ({at[stops].speedup:.2f}x, {verdict(at[stops])}){where}")
 
 
+def none_pays(rows: list[dict]) -> list[str]:
+    """Per target x workload x concurrency where no method pays beyond noise (answer_rows' rows),
+    why, in the terms that decide it: a speculative step yields MAL tokens where a baseline step
+    yields one, so it pays only while it costs fewer than MAL baseline steps; the cost here is
+    MAL / speedup."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["target_short"], r["workload"], r["concurrency"]), []).append(r)
+    out = []
+    for (target, workload, concurrency), group in groups.items():
+        if any(r["speedup"] > 1 and r["beyond_noise"] for r in group):
+            continue
+        parts = []
+        for r in group:
+            if not r["mal"] or not r["speedup"]:
+                continue
+            cost = r["mal"] / r["speedup"]
+            parts.append(f"{r['config']} accepts {r['mal']:.2f} tokens a step, but its step costs "
+                         f"{cost:.2f} baseline steps ({r['speedup']:.2f}x, {r['verdict']})")
+        if parts:
+            out.append(f"Nothing pays beyond noise for {target} on {workload} at c={concurrency}: "
+                       + "; ".join(parts) + ". A step pays only while it costs fewer baseline steps "
+                       "than the tokens it accepts.")
+    return out
+
+
 def conditions(rows: list[dict]) -> str:
     """The run conditions in one caption line: target, workload, concurrency, temperature, vLLM."""
     counted = [r for r in rows if r.get("status") in ("completed", "partial")] or rows

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from workbench import __version__
+from workbench.analysis.answer import none_pays
 from workbench.report.provenance_html import section as provenance_section
 from workbench.report import palette, what_if_html
 from workbench.report.table import cell, speedup_text
@@ -82,7 +83,8 @@ def serve_html(rows: list[dict]) -> str:
         if r["fastest"]:
             where.setdefault(r["command"], []).append(f"{r['target_short']} · {r['workload']} · c={r['concurrency']}")
     if not where:
-        return "<p>No configuration beat the baseline: serve the target without speculation.</p>"
+        why = "".join(f"<p>{_e(line)}</p>" for line in none_pays(rows))
+        return "<p>No configuration beat the baseline: serve the target without speculation.</p>" + why
     return "".join(f"<p>Fastest for {_e(', '.join(at))}:</p><pre><code>{_e(command)}</code></pre>"
                    for command, at in where.items())
 
