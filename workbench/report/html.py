@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, field
 
 from workbench import __version__
-from workbench.analysis.answer import none_pays
 from workbench.report.provenance_html import section as provenance_section
 from workbench.report import palette, what_if_html
 from workbench.report.table import cell, speedup_text
@@ -44,6 +43,7 @@ class Report:
     answer: list[dict]           # workbench.analysis.answer.answer_rows, each with its `command`
     crossovers: list[dict]       # workbench.analysis.answer.crossovers
     speedups: list[dict]         # workbench.analysis.compare.speedup_table
+    why_none_pays: list[str] = field(default_factory=list)            # workbench.analysis.answer.none_pays
     charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
     not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
     runs: list[dict] = field(default_factory=list)
@@ -76,14 +76,14 @@ def answer_html(rows: list[dict]) -> str:
     return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 
-def serve_html(rows: list[dict]) -> str:
+def serve_html(rows: list[dict], why_none_pays: list[str] = ()) -> str:
     """The command serving the fastest configuration, once per distinct command."""
     where: dict[str, list[str]] = {}
     for r in rows:
         if r["fastest"]:
             where.setdefault(r["command"], []).append(f"{r['target_short']} · {r['workload']} · c={r['concurrency']}")
     if not where:
-        why = "".join(f"<p>{_e(line)}</p>" for line in none_pays(rows))
+        why = "".join(f"<p>{_e(line)}</p>" for line in why_none_pays)
         return "<p>No configuration beat the baseline: serve the target without speculation.</p>" + why
     return "".join(f"<p>Fastest for {_e(', '.join(at))}:</p><pre><code>{_e(command)}</code></pre>"
                    for command, at in where.items())
@@ -123,7 +123,7 @@ def render(r: Report) -> str:
     missing = "".join(f"<li>{_e(title)}: {_e(why)}</li>" for title, why in r.not_drawn)
     crossings = "".join(f"<li>{_e(c['target_short'])} · {_e(c['workload'])}: {_e(c['text'])}</li>"
                         for c in r.crossovers) or "<li>Every configuration ran at one concurrency only.</li>"
-    serve = serve_html(r.answer)
+    serve = serve_html(r.answer, r.why_none_pays)
     if not r.answer and r.what_if:
         # Only what-if runs: an empty answer is not "nothing beat the baseline".
         crossings = "<li>No measured speculative run here.</li>"
