@@ -61,3 +61,19 @@ def test_the_eta_text_and_its_end():
     assert sweep.text() == "ETA 1 min 58 s"
     sweep.feed(events.SweepFinished(experiment=1, seconds=1.0, completed=9, failed=0))
     assert sweep.seconds_left() is None and sweep.text() == ""
+
+
+def test_the_live_page_shows_the_clock(qtbot):
+    from app.pages.live import LivePage
+
+    page = LivePage()
+    qtbot.addWidget(page)
+    page.on_event(events.SweepStarted(experiment=1, db="x", runs=9, pending=9))
+    page.on_event(events.ServerStarting(run=1, command="vllm serve", index=1, servers=3))
+    # Before any server has started there is no figure, only the reason.
+    assert "starting server 1 of 3" in page.eta.text() and "once a server has started" in page.eta.text()
+    page.on_event(events.ServerReady(seconds=30.0, port=1))
+    page.on_event(events.RunStarted(run=1, label="r1", index=1, total=9))
+    page.on_event(events.RunFinished(run=1, label="r1", output_tok_s=1.0, mal=None, acceptance_rate=None))
+    # One start (30 s) and one run measured: 2 servers and 8 runs to go, whatever the run took.
+    assert page.eta.text().startswith("run 2 of 9 · ETA 1 min")

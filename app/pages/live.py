@@ -22,6 +22,7 @@ from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
 from workbench import events
 from workbench.analysis import compare
+from workbench.sweep.eta import SweepClock
 
 NO_GPU = ("No GPU on this host: GPU power and utilisation are not measured (host CPU utilisation is "
           "drawn below).")
@@ -43,6 +44,7 @@ class LivePage(LiveCharts, QWidget):
         self.sweep_total = 0
         self.sweep_done = 0
         self.sweep_started: float | None = None
+        self.clock = SweepClock()
         self.starting = ""      # "starting server k of n" until the server answers
         self.host_has_gpus = True
 
@@ -237,13 +239,15 @@ class LivePage(LiveCharts, QWidget):
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: events.Event) -> None:
         self.slots.on_event(event)
+        if isinstance(event, events.SweepStarted):
+            self.clock = SweepClock()
+        self.clock.feed(event)
         if self.pace.on_event(event):
             self._set_pace()
         if isinstance(event, events.SweepStarted):
             self.sweep_total = event.runs
             self.sweep_done = event.runs - event.pending
             self.sweep_started = time.time()
-            self._done_at_start = self.sweep_done
             self.progress.setRange(0, self.sweep_total)
             self.progress.setValue(self.sweep_done)
             self.stop_button.setEnabled(True)
@@ -253,13 +257,12 @@ class LivePage(LiveCharts, QWidget):
                              else "starting vLLM…")
             if self.db_path is not None and event.run:
                 self.show_run(self.db_path, event.run)
-            self.eta.setText(self.starting)
+            self.eta.setText(" · ".join(filter(None, [self.starting, self.clock.text()])))
         elif isinstance(event, events.ServerReady):
             self.eta.setText(f"vLLM ready in {event.seconds:.0f} s")
         elif isinstance(event, events.RunStarted) and self.db_path is not None:
             self.starting = ""
             self.show_run(self.db_path, event.run)
-            self.eta.setText(f"run {event.index} of {event.total}")
             self._update_eta()
         elif isinstance(event, (events.RunFinished, events.RunFailed)):
             self.sweep_done += 1
@@ -293,13 +296,9 @@ class LivePage(LiveCharts, QWidget):
         self.adaptive.setVisible(bool(lines))
 
     def _update_eta(self) -> None:
-        done_here = self.sweep_done - getattr(self, "_done_at_start", 0)
-        if not self.sweep_started or done_here <= 0:
-            return
-        per_run = (time.time() - self.sweep_started) / done_here
-        left = per_run * (self.sweep_total - self.sweep_done)
+        # Server starts, not runs, take most of a sweep: the clock times the two apart.
         self.eta.setText(f"run {min(self.sweep_done + 1, self.sweep_total)} of {self.sweep_total} · "
-                         f"ETA {int(left // 60)} min {int(left % 60):02d} s")
+                         f"{self.clock.text()}")
 
     def follow(self, db_path: Path) -> None:
         self.db_path = db_path

@@ -47,6 +47,9 @@ class SweepClock:
         elif isinstance(event, events.RunStarted):
             self.runs_total = max(self.runs_total, event.total)
             self.run_since = t
+        elif isinstance(event, events.RunFailed):
+            self.runs_done += 1
+            self.run_since = None
         elif isinstance(event, events.RunFinished):
             self.runs_done += 1
             if self.run_since is not None:
