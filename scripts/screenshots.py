@@ -43,6 +43,9 @@ def settle(app: QApplication, seconds: float = 0.5) -> None:
         time.sleep(0.03)
 
 
+SIZES = ((1280, 800), (1920, 1080))
+
+
 def compare_at_both_sizes(app: QApplication, w, stem: str = "screenshot-compare") -> None:
     """The Compare page as it opens (the latest experiment, its fastest configuration chosen) at
     1280x800 and 1920x1080."""
@@ -147,10 +150,16 @@ def first_run(app: QApplication) -> None:
     wait(app, lambda: "starting server" in live.title.text(), 120)
     settle(app)
     w.grab().save(str(out / "screenshot-live-first-run.png"))
-    wait(app, lambda: live.feed is not None and len(live.positions) == 2 and live.samples.n >= 6
+    wait(app, lambda: live.feed is not None and len(live.positions) >= 1 and live.samples.n >= 4
          and live.requests.n >= 2, 900)
-    settle(app)
+    settle(app, 1.5)   # the page draws once a second during a measurement window
     w.grab().save(str(out / "screenshot-live.png"))
+    live_at = {}
+    for width, height in SIZES:
+        w.resize(width, height)
+        settle(app, 1.5)
+        live_at[width] = w.grab()
+    w.resize(1280, 800)
     wait(app, lambda: w.sweep is None and w.compare.answer_model.rowCount() > 0, 1800)
     print(f"quick demo: Run pressed to a filled Compare page in {time.time() - pressed:.0f} s", flush=True)
     compare_at_both_sizes(app, w, "screenshot-compare")
@@ -160,6 +169,16 @@ def first_run(app: QApplication) -> None:
     w.refresh_history()
     settle(app)
     w.grab().save(str(out / "screenshot-history.png"))
+    # Every page at both sizes, after the quick demo (Live as it was mid-run).
+    for width, pixmap in live_at.items():
+        pixmap.save(str(out / f"screenshot-page-live-{width}.png"))
+    for page, name in ((w.experiment, "experiment"), (w.history, "history"), (w.compare, "compare"),
+                       (w.models, "models"), (w.train, "train")):
+        w.tabs.setCurrentWidget(page)
+        for width, height in SIZES:
+            w.resize(width, height)
+            settle(app, 0.8)
+            w.grab().save(str(out / f"screenshot-page-{name}-{width}.png"))
     w.close()
     print("wrote", *sorted(p.name for p in out.glob("screenshot-*.png")))
 
