@@ -161,14 +161,16 @@ def first_run(app: QApplication, shots: bool = True) -> None:
     wait(app, lambda: "starting server" in live.title.text(), 120)
     settle(app)
     w.grab().save(str(out / "screenshot-live-first-run.png"))
-    wait(app, lambda: live.feed is not None and len(live.positions) >= 1 and live.samples.n >= 4
-         and live.requests.n >= 2, 900)
-    settle(app, 1.5)   # the page draws once a second during a measurement window
+    # The draft model's windows are the longest of the quick demo (about 8 s): shots taken during
+    # one show its data, drawn once a second during the window.
+    wait(app, lambda: live.feed is not None and "draft_model" in live.title.text() and len(live.positions) >= 1
+         and live.samples.n >= 3 and live.requests.n >= 2, 900)
+    settle(app, 1.2)
     w.grab().save(str(out / "screenshot-live.png"))
     live_at = {}
     for width, height in SIZES:
         w.resize(width, height)
-        settle(app, 1.5)
+        settle(app, 1.1)
         live_at[width] = w.grab()
     w.resize(1280, 800)
     wait(app, lambda: w.sweep is None and w.compare.answer_model.rowCount() > 0, 1800)
