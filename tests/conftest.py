@@ -163,6 +163,31 @@ def copy_db(src: Path, dst: Path) -> Path:
     return dst
 
 
+# The demo sweep recorded on 2 CPU cores: a baseline, n-gram and a draft model, with their rows.
+DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
+
+
+@pytest.fixture
+def demo_db(tmp_path) -> Path:
+    """DEMO_DB copied and brought to this version's schema, for a test that may write to it."""
+    path = copy_db(DEMO_DB, tmp_path / "results.sqlite")
+    store.open_db(path).conn.close()
+    return path
+
+
+@pytest.fixture
+def live(qtbot):
+    """The Live page alone, shown at 1280x800."""
+    from app.pages.live import LivePage
+
+    page = LivePage()
+    qtbot.addWidget(page)
+    page.resize(1280, 800)
+    page.show()
+    qtbot.waitExposed(page)
+    return page
+
+
 @pytest.fixture(scope="session")
 def recorded_db(tmp_path_factory) -> Path:
     """GPU_DB copied and brought to this version's schema once, for tests that only read stored

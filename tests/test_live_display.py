@@ -8,35 +8,16 @@ from __future__ import annotations
 import json
 
 import pyqtgraph as pg
-import pytest
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
 from app.pages import live_charts, live_pace
 from app.pages.live import LivePage
-from conftest import ROOT, copy_db
+
 from workbench import events, store
 from workbench.report import palette
 
-DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
 BASELINE_RUN, NGRAM_RUN, OTHER_NGRAM_RUN, DRAFT_RUN = 2, 6, 5, 7
-
-
-@pytest.fixture
-def demo_db(tmp_path):
-    path = copy_db(DEMO_DB, tmp_path / "results.sqlite")
-    store.open_db(path).conn.close()
-    return path
-
-
-@pytest.fixture
-def live(qtbot):
-    page = LivePage()
-    qtbot.addWidget(page)
-    page.resize(1280, 800)
-    page.show()
-    qtbot.waitExposed(page)
-    return page
 
 
 def _pending_run(db_path) -> int:

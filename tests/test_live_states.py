@@ -6,30 +6,11 @@ vLLM environment cannot run is marked unavailable in the method list, with how t
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from app.pages.live import NO_GPU, LivePage
+from app.pages.live import NO_GPU
 from app.widgets.methods_table import MethodsTable
 from conftest import GPU_DB, ROOT, copy_db
 from workbench import events, store
-
-DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
-
-
-@pytest.fixture
-def demo_db(tmp_path):
-    path = copy_db(DEMO_DB, tmp_path / "results.sqlite")
-    store.open_db(path).conn.close()
-    return path
-
-
-@pytest.fixture
-def live(qtbot):
-    page = LivePage()
-    qtbot.addWidget(page)
-    page.resize(1280, 800)
-    page.show()
-    return page
 
 
 def test_starting_the_next_server_clears_the_last_run(live, demo_db):
