@@ -1,154 +1,28 @@
 """vLLM's Prometheus counters, windows between two scrapes, and the figures derived from them.
 
-Definitions match vLLM's own (the README's Metrics section): MAL = 1 + accepted / drafts, acceptance rate =
-accepted / drafted, per-position acceptance p[i] = accepted_pos[i] / drafts.
+`scrape` parses one scrape into a Snapshot and takes the Window between two; `log_lines` reads the
+server's own periodic speculative decoding log line; `telemetry` samples the GPUs. The names below
+are re-exported so callers can keep using `metrics.parse`, `metrics.window` and the rest.
 """
 
-from __future__ import annotations
+from workbench.metrics.log_lines import LOG_MARK, parse_log_line
+from workbench.metrics.scrape import (
+    ACCEPTED,
+    ACCEPTED_PER_POS,
+    COUNTERS,
+    DRAFT_TOKENS,
+    DRAFTS,
+    GAUGES,
+    GENERATION_TOKENS,
+    PROMPT_TOKENS,
+    REQUEST_SUCCESS,
+    Snapshot,
+    Window,
+    parse,
+    window,
+)
 
-import re
-import time
-from dataclasses import dataclass, field
-
-from prometheus_client.parser import text_string_to_metric_families
-
-DRAFTS = "vllm:spec_decode_num_drafts"
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
-ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
-GENERATION_TOKENS = "vllm:generation_tokens"
-PROMPT_TOKENS = "vllm:prompt_tokens"
-REQUEST_SUCCESS = "vllm:request_success"
-COUNTERS = {
-    DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted",
-    GENERATION_TOKENS: "generation_tokens", PROMPT_TOKENS: "prompt_tokens", REQUEST_SUCCESS: "requests_finished",
-}
-GAUGES = {
-    "vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
-    "vllm:kv_cache_usage_perc": "kv_cache_usage", "vllm:gpu_cache_usage_perc": "kv_cache_usage",
-}
-
-
-@dataclass
-class Snapshot:
-    """One scrape: counters per (figure, engine), per-position counters per (engine, position)."""
-    t: float
-    counters: dict[tuple[str, str], float] = field(default_factory=dict)
-    positions: dict[tuple[str, int], float] = field(default_factory=dict)
-    gauges: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def speculative(self) -> bool:
-        return any(name == "drafts" for name, _ in self.counters)
-
-    def total(self, name: str) -> float:
-        return sum(v for (n, _), v in self.counters.items() if n == name)
-
-    @property
-    def num_positions(self) -> int:
-        return 1 + max((p for _, p in self.positions), default=-1)
-
-
-def parse(text: str, t: float | None = None) -> Snapshot:
-    snap = Snapshot(time.time() if t is None else t)
-    for family in text_string_to_metric_families(text):
-        if family.name in COUNTERS:
-            figure = COUNTERS[family.name]
-            for s in family.samples:
-                # prometheus_client keeps the `_created` twins as samples of the same family.
-                if s.name.endswith("_total"):
-                    key = (figure, s.labels.get("engine", "0"))
-                    snap.counters[key] = snap.counters.get(key, 0.0) + s.value
-        elif family.name == ACCEPTED_PER_POS:
-            for s in family.samples:
-                if s.name.endswith("_total"):
-                    snap.positions[(s.labels.get("engine", "0"), int(s.labels["position"]))] = s.value
-        elif family.name in GAUGES:
-            figure = GAUGES[family.name]
-            snap.gauges[figure] = snap.gauges.get(figure, 0.0) + sum(s.value for s in family.samples)
-    return snap
-
-
-@dataclass(frozen=True)
-class Window:
-    """Counter deltas between two scrapes, summed over engines."""
-    seconds: float
-    drafts: float
-    draft_tokens: float
-    accepted: float
-    accepted_per_position: tuple[float, ...]
-    generation_tokens: float
-    prompt_tokens: float
-    requests_finished: float
-
-    @property
-    def mean_acceptance_length(self) -> float | None:
-        return 1.0 + self.accepted / self.drafts if self.drafts else None
-
-    @property
-    def acceptance_rate(self) -> float | None:
-        return self.accepted / self.draft_tokens if self.draft_tokens else None
-
-    @property
-    def per_position(self) -> list[float] | None:
-        """Survival curve: the share of drafts whose first i+1 tokens were all accepted."""
-        if not self.drafts:
-            return None
-        return [a / self.drafts for a in self.accepted_per_position]
-
-    @property
-    def conditional(self) -> list[float | None] | None:
-        p = self.per_position
-        if p is None:
-            return None
-        return [p[0] if i == 0 else (p[i] / p[i - 1] if p[i - 1] else None) for i in range(len(p))]
-
-    @property
-    def generation_throughput(self) -> float | None:
-        return self.generation_tokens / self.seconds if self.seconds > 0 else None
-
-
-def window(before: Snapshot, after: Snapshot) -> Window:
-    def delta(name: str) -> float:
-        keys = {k for k in after.counters if k[0] == name}
-        return sum(after.counters[k] - before.counters.get(k, 0.0) for k in keys)
-
-    n = max(before.num_positions, after.num_positions)
-    per_pos = tuple(
-        sum(after.positions.get((e, i), 0.0) - before.positions.get((e, i), 0.0)
-            for e in {e for e, _ in after.positions})
-        for i in range(n)
-    )
-    return Window(
-        seconds=after.t - before.t,
-        drafts=delta("drafts"), draft_tokens=delta("draft_tokens"), accepted=delta("accepted"),
-        accepted_per_position=per_pos, generation_tokens=delta("generation_tokens"),
-        prompt_tokens=delta("prompt_tokens"), requests_finished=delta("requests_finished"),
-    )
-
-
-# The server's own periodic log line. Positions there are one-based and the order of the fields
-# changed between versions, so each field is found by name.
-LOG_MARK = "SpecDecoding metrics:"
-_FIELDS = {
-    "mean_acceptance_length": r"Mean acceptance length: ([\d.]+)",
-    "accepted": r"Accepted: (\d+) tokens",
-    "drafted": r"Drafted: (\d+) tokens",
-    "acceptance_rate_pct": r"(?:Avg )?Draft acceptance rate: ([\d.]+)%",
-}
-_PER_POS = re.compile(r"Per-position acceptance rate: ([\d., ]+?)(?:,\s*[A-Z]|$)")
-
-
-def parse_log_line(line: str) -> dict | None:
-    if LOG_MARK not in line:
-        return None
-    body = line.split(LOG_MARK, 1)[1]
-    out: dict = {}
-    for key, pattern in _FIELDS.items():
-        m = re.search(pattern, body)
-        if m:
-            out[key] = float(m.group(1))
-    m = _PER_POS.search(body)
-    if m:
-        out["per_position"] = [float(x) for x in m.group(1).replace(" ", "").strip(",").split(",") if x]
-    return out
+__all__ = [
+    "ACCEPTED", "ACCEPTED_PER_POS", "COUNTERS", "DRAFT_TOKENS", "DRAFTS", "GAUGES", "GENERATION_TOKENS",
+    "LOG_MARK", "PROMPT_TOKENS", "REQUEST_SUCCESS", "Snapshot", "Window", "parse", "parse_log_line", "window",
+]
