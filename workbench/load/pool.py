@@ -20,8 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from workbench import load
 from workbench.host import process
+from workbench.load import client
 from workbench.load.workloads import Prompt
 
 try:
@@ -46,7 +46,7 @@ def processes_for(concurrency: int, cpus: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class Outcome:
-    results: list[load.RequestResult]
+    results: list[client.RequestResult]
     wall_s: float          # first request sent to last response read, as `vllm bench serve` times it
     client_cpu_s: float    # CPU time of the client processes over the job (user + system)
     processes: int
@@ -64,14 +64,14 @@ def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float
         prompts, sampling, concurrency, rate, seed = job
         cpu0 = time.process_time()
 
-        def report(r: load.RequestResult) -> None:
+        def report(r: client.RequestResult) -> None:
             out.put(("result", asdict(r)))
 
         t0 = time.perf_counter()
         try:
             with asyncio.Runner(loop_factory=_LOOP) as loop:
-                loop.run(load.generate(base_url, api_key, model, [p for _, p in prompts], sampling, concurrency,
-                                       rate, seed, report, timeout_s, indices=[i for i, _ in prompts]))
+                loop.run(client.generate(base_url, api_key, model, [p for _, p in prompts], sampling, concurrency,
+                                         rate, seed, report, timeout_s, indices=[i for i, _ in prompts]))
         except Exception as exc:  # a worker must always answer, or the parent would wait for ever
             out.put(("error", f"{type(exc).__name__}: {exc}"[:300]))
         # perf_counter is CLOCK_MONOTONIC on Linux, one clock for every process of the host.
@@ -133,9 +133,9 @@ class ClientPool:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the load generator did not {what} in time")
 
-    def run(self, prompts: list[Prompt], sampling: load.Sampling, concurrency: int,
+    def run(self, prompts: list[Prompt], sampling: client.Sampling, concurrency: int,
             request_rate: float | None = None, seed: int = 0,
-            on_result: Callable[[load.RequestResult], None] | None = None,
+            on_result: Callable[[client.RequestResult], None] | None = None,
             timeout_s: float = 3600.0) -> Outcome:
         """Send every prompt once (blocking). Prompts go round-robin to the processes, the
         concurrency and the rate are split between them, and results come back in prompt order."""
@@ -146,7 +146,7 @@ class ClientPool:
             mine = [(idx, p) for idx, p in enumerate(prompts) if idx % n == i]
             rate = request_rate / n if request_rate else None
             self._jobs[i].put((mine, sampling, shares[i], rate, seed * 1000 + i))
-        results: list[load.RequestResult] = []
+        results: list[client.RequestResult] = []
         cpu = 0.0
         spans = []
         finished = 0
@@ -155,7 +155,7 @@ class ClientPool:
         while finished < n:
             kind, payload = self._get(deadline, "finish its requests")
             if kind == "result":
-                r = load.RequestResult(**payload)
+                r = client.RequestResult(**payload)
                 results.append(r)
                 if on_result:
                     on_result(r)
