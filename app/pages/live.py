@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +42,6 @@ class LivePage(LiveCharts, QWidget):
         self.positions: list[float] = []
         self.sweep_total = 0
         self.sweep_done = 0
-        self.sweep_started: float | None = None
         self.clock = SweepClock()
         self.starting = ""      # "starting server k of n" until the server answers
         self.host_has_gpus = True
@@ -247,7 +245,6 @@ class LivePage(LiveCharts, QWidget):
         if isinstance(event, events.SweepStarted):
             self.sweep_total = event.runs
             self.sweep_done = event.runs - event.pending
-            self.sweep_started = time.time()
             self.progress.setRange(0, self.sweep_total)
             self.progress.setValue(self.sweep_done)
             self.stop_button.setEnabled(True)
