@@ -1,0 +1,68 @@
+"""Sweeps on a remote host: start one (launch), find the latest, stop it, pull its database, and
+where it writes (remote_db, source_of)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench import store
+from workbench.remote.host import RemoteError, RemoteHost
+
+
+def source_of(host: "RemoteHost", db: str) -> str:
+    return f"{host.label}:{db}"
+
+
+@dataclass
+class Launched:
+    pid: int
+    events: str
+    db: str
+    plan: str
+    log: str
+
+
+def launch(host: RemoteHost, plan_text: str, extra: list[str] | None = None, db: str | None = None) -> Launched:
+    """Send the plan and start the remote runner detached; returns where it writes."""
+    argv = host.agent_argv("launch", "--data-dir", host.data_dir, *(["--db", db] if db else []), "--", *(extra or []))
+    proc = host.call(argv, stdin=plan_text, timeout=120)
+    try:
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RemoteError(f"{host.label}: the remote Draftbench did not say what it started") from None
+    return Launched(info["pid"], info["events"], info["db"], info["plan"], info["log"])
+
+
+def latest(host: RemoteHost, db: str | None = None) -> Launched:
+    """The host's most recent sweep, to follow again after the laptop was closed."""
+    proc = host.call(host.agent_argv("latest", "--db", db or remote_db(host)), timeout=60)
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not info:
+        raise RemoteError(f"{host.label}: no sweep in {db or remote_db(host)}")
+    # A finished sweep's pid may belong to another process by now: not followed.
+    return Launched(0 if info["finished"] else info["pid"], info["events"] or "", info["db"], "", "")
+
+
+def stop(host: RemoteHost, launched: Launched) -> bool:
+    """Stop the sweep on the host (as Stop does locally); False if it had already ended."""
+    proc = host.call(host.agent_argv("stop", "--pid", str(launched.pid)), timeout=60)
+    return json.loads(proc.stdout.strip().splitlines()[-1]).get("stopped", False)
+
+
+def pull(host: RemoteHost, db: str, out: str | Path) -> Path:
+    """The host's whole database, copied consistently (SQLite backup on the host), written to out."""
+    out = Path(out)
+    proc = host.call(host.agent_argv("dump", "--db", db), timeout=3600, binary=True)
+    if not proc.stdout.startswith(b"SQLite format 3"):
+        raise RemoteError(f"{host.label}: the remote copy of {db} is not an SQLite database")
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_bytes(proc.stdout)
+    tmp.replace(out)
+    store.open_db(out, readonly=True)  # says so in one line if what arrived is unusable
+    return out
+
+
+def remote_db(host: RemoteHost) -> str:
+    return f"{host.data_dir.rstrip('/')}/results.sqlite"

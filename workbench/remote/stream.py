@@ -1,0 +1,144 @@
+"""Following a remote sweep over SSH: its events out, its rows mirrored into the local database,
+reconnecting when the link drops."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import threading
+import time
+from typing import Callable, TextIO
+
+from workbench import store
+from workbench.remote.control import Launched, source_of
+from workbench.remote.host import RemoteError, RemoteHost
+
+
+class Stream:
+    """Follows a remote sweep: events out to `events_out`, rows into the local database; the SSH
+    connection is re-established (with backoff) when it drops, resuming where the mirror stands."""
+
+    def __init__(self, host: RemoteHost, launched: Launched, local_db: store.Database,
+                 events_out: TextIO, on_rows=None, on_status: Callable[[str], None] | None = None,
+                 retry_for_s: float = 600.0):
+        self.host = host
+        self.launched = launched
+        self.mirror = store.Mirror(local_db, source_of(host, launched.db))
+        self.events_out = events_out
+        self.offset = 0
+        self.on_status = on_status or (lambda s: None)
+        self.retry_for_s = retry_for_s
+        self.proc: subprocess.Popen | None = None
+        self._started: dict[int, float] = {}
+        self.lags: dict[str, list[float]] = {}  # per table: seconds from a row's time on the host to its commit here
+        self.mirror.on_rows = self._rows(on_rows)
+        self.connections = 0
+        self.stopped = False
+
+    def _rows(self, then):
+        def on_rows(table: str, rows: list[dict], now: float) -> None:
+            if table in ("samples", "positions", "telemetry", "logs"):
+                self.lags.setdefault(table, []).extend(now - self._epoch(table, r) for r in rows if r.get("t"))
+            if then:
+                then(table, rows, now)
+        return on_rows
+
+    def _epoch(self, table: str, row: dict) -> float:
+        if table not in ("samples", "positions"):
+            return row["t"]
+        # Their t counts from the start of the measurement, which follows the run's `started`
+        # by the initial scrape: the lag derived from it is an upper bound.
+        started = self._started.get(row["run_id"])
+        if started is None:
+            found = store.run(self.mirror.db, row["run_id"])
+            started = self._started[row["run_id"]] = (found["started"] if found else None) or 0.0
+        return started + row["t"]
+
+    def lag_summary(self) -> str:
+        """Clocks of both ends are compared as they are: on different hosts, keep them in sync (NTP)."""
+        parts = []
+        for table, lags in sorted(self.lags.items()):
+            lags = sorted(lags)
+            parts.append(f"{table} {len(lags)} rows p50 {statistics.median(lags) * 1000:.0f} ms "
+                         f"p90 {lags[int(0.9 * (len(lags) - 1))] * 1000:.0f} ms max {lags[-1] * 1000:.0f} ms")
+        return (f"lag from a row's time on the host to the local database over {self.connections} "
+                f"connection(s): " + ("; ".join(parts) or "no timed rows streamed"))
+
+    def local_event(self, line: str) -> str:
+        """The event with the host's run and experiment ids replaced by the local ones, so the Live
+        page finds the rows it names."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return line
+        for key, table in (("run", "runs"), ("experiment", "experiments")):
+            if isinstance(event.get(key), int):
+                event[key] = self.mirror.ids[table].get(event[key], event[key])
+        return json.dumps(event, separators=(",", ":"))
+
+    def _connect_once(self) -> bool:
+        """One SSH connection's worth of streaming; True once the host said the sweep ended."""
+        argv = self.host.ssh_argv(self.host.agent_argv(
+            "follow", "--db", self.launched.db, "--events", self.launched.events,
+            "--offset", str(self.offset), "--pid", str(self.launched.pid)))
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.connections += 1
+        errors: list[str] = []
+        reader = threading.Thread(target=lambda: errors.extend(self.proc.stderr), daemon=True)
+        reader.start()
+        self.proc.stdin.write(json.dumps(self.mirror.state()) + "\n")
+        self.proc.stdin.close()
+        ended = False
+        self.heard = False
+        for line in self.proc.stdout:
+            self.heard = True
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            kind = message.get("k")
+            if kind == "ev":
+                self.events_out.write(self.local_event(message["line"]) + "\n")
+                self.events_out.flush()
+                self.offset = message["off"]
+            elif kind in ("rows", "reset"):
+                try:
+                    self.mirror.apply(message)
+                except store.DatabaseError as exc:
+                    self.stop()
+                    raise RemoteError(f"the local database refused rows of {message.get('t')} "
+                                      f"from {self.host.label}: {exc}") from None
+            elif kind == "end":
+                ended = True
+        code = self.proc.wait()
+        reader.join(timeout=2)
+        if not ended and not self.stopped:
+            self.last_error = self.host.explain(code, "".join(errors)) if code else "the stream ended early"
+        return ended
+
+    def run(self) -> None:
+        deadline = time.time() + self.retry_for_s
+        backoff = 0.5
+        while not self.stopped:
+            if self._connect_once():
+                return
+            if self.stopped:
+                return
+            if self.heard:  # the link worked for a while: a fresh allowance for this drop
+                deadline, backoff = time.time() + self.retry_for_s, 0.5
+            if time.time() > deadline:
+                raise RemoteError(f"lost {self.host.label} and could not reconnect: {self.last_error}")
+            self.on_status(f"connection to {self.host.label} lost ({self.last_error}); reconnecting")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 10.0)
+
+    def cut(self) -> None:
+        """Kill the SSH client (the remote sweep goes on); `run` reconnects."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.cut()
