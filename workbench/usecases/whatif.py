@@ -25,6 +25,11 @@ def curve_from_run(db, run_id: int) -> dict:
     row = store.run(db, run_id)
     if row is None:
         raise WhatIfError(f"no run {run_id} in this database")
+    return _curve_of(row)
+
+
+def _curve_of(row: dict) -> dict:
+    run_id = row["id"]
     if row["method"] == "baseline" or not row.get("per_position"):
         raise WhatIfError(f"run {run_id} measured no acceptance (a baseline, or a run without drafts)")
     if row["method"] in TEXT_DRAFTERS:
@@ -66,8 +71,10 @@ def _served_as(db, row: dict) -> dict:
 def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats: int = 1,
                   baseline: bool = True) -> str:
     """A what-if plan serving run `run_id`'s configuration with its own measured curve."""
-    curve = curve_from_run(db, run_id)
     row = store.run(db, run_id)
+    if row is None:
+        raise WhatIfError(f"no run {run_id} in this database")
+    curve = _curve_of(row)
     method = {"method": row["method"], "n": row["n"], "acceptance": curve}
     if row.get("draft"):
         method["draft"] = _model_ref(row["draft"])
