@@ -55,9 +55,11 @@ for r in "$@"; do
     run_plan "$imposed" || break 2
   done
 done
+# A consistent copy of the database, through the store (SQLite's online backup).
 python3 - "$db" "$OUT/$(basename "$db")" <<'PY'
-import sqlite3, sys
-src, dst = sqlite3.connect(sys.argv[1]), sqlite3.connect(sys.argv[2])
-src.backup(dst)
+import sys
+from workbench import store
+with open(sys.argv[2], "wb") as out:
+    store.backup(sys.argv[1], out)
 PY
 python3 -m workbench.cli runs --db "$db" > "$OUT/runs.txt" 2>&1

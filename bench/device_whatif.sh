@@ -20,9 +20,11 @@ for plan in "$@"; do
     --events "$OUT/events.jsonl" >> "$OUT/run.log" 2>&1
   echo "rc=$?" >> "$OUT/run.log"
 done
+# A consistent copy of the database, through the store (SQLite's online backup).
 python3 - "$db" "$OUT/$(basename "$db")" <<'PY'
-import sqlite3, sys
-src, dst = sqlite3.connect(sys.argv[1]), sqlite3.connect(sys.argv[2])
-src.backup(dst)
+import sys
+from workbench import store
+with open(sys.argv[2], "wb") as out:
+    store.backup(sys.argv[1], out)
 PY
 python3 -m workbench.cli runs --db "$db" > "$OUT/runs.txt" 2>&1
