@@ -1,14 +1,6 @@
-"""Training a speculator (EAGLE-3) for a target, as resumable steps in one output folder.
-
-prompts -> responses (the target's own, from a vLLM server started here) -> prepare (speculators
-prepare-data) -> hidden states (transformers forward hooks, the file layout speculators reads) ->
-train (speculators, in a subprocess) -> checkpoint (absolute verifier path) -> register (user
-catalog pair and an evaluation plan).
-
-`manifest.json` in the folder records the configuration and each finished step; a rerun skips the
-finished steps, so a cancelled run resumes where it stopped. Every file is written under a
-temporary name and renamed when complete, so a cancel never leaves a half-written file in use.
-"""
+"""The training `Pipeline`: a speculator's resumable steps (data from DataSteps, model from
+ModelSteps) run in order in one output folder, with the manifest that records them, cancel, and
+the reuse of another folder's finished data steps."""
 
 from __future__ import annotations
 
@@ -24,15 +16,13 @@ from pathlib import Path
 
 from workbench import events, paths
 from workbench.host import process
-from workbench.train.config import (CONCURRENCY, DATA_FILES, DATA_KEYS, DATA_STEPS, MANIFEST, SELF_PROMPTS, STEPS,
-                                    Cancelled, TrainConfig, TrainError)
+from workbench.train.config import (DATA_FILES, DATA_KEYS, DATA_STEPS, MANIFEST, STEPS, Cancelled, TrainConfig,
+                                    TrainError)
 from workbench.train.data_steps import DataSteps
 from workbench.train.model_steps import ModelSteps
-from workbench.train.records import LossCurve, best_checkpoint, folder_state, loss_of, position_accuracy
+from workbench.train.records import folder_state
 
-__all__ = ["CONCURRENCY", "DATA_FILES", "DATA_KEYS", "DATA_STEPS", "MANIFEST", "SELF_PROMPTS", "STEPS", "Cancelled",
-           "LossCurve", "Pipeline", "TrainConfig", "TrainError", "best_checkpoint", "folder_state", "loss_of",
-           "position_accuracy"]
+__all__ = ["Pipeline"]
 
 
 @dataclass
