@@ -1,5 +1,5 @@
-"""`draftbench`: the desktop app with no arguments, headless commands otherwise. The parser is
-assembled here from one module per verb; each module's `register` adds its verb and the handler."""
+"""The command line's top level: the parser, assembled from one module per verb (each module's
+`register` adds its verb and the handler), the --db given before or after the verb, and `main`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from workbench.cli import (
 )
 from workbench.cli.common import CliError, Parser
 
-__all__ = ["CliError", "Parser", "main"]
+__all__ = ["VERBS", "main"]
 
 VERBS = (doctor, demo_model, run, runs, workloads, bench, catalog, whatif, models, train, remote, export)
 
