@@ -30,7 +30,7 @@ def test_the_range_is_read_from_the_kernel_and_defaults_to_linuxs(tmp_path):
 
 
 def test_with_every_low_port_taken_the_kernel_picks_one(monkeypatch):
-    monkeypatch.setattr(launch, "port_in_use", lambda port: True)
+    monkeypatch.setattr("workbench.launch.ports.port_in_use", lambda port: True)
     port = launch.free_port()
     assert port >= launch._ephemeral_low()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

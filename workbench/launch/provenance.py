@@ -8,7 +8,7 @@ import os
 
 from workbench.host import provenance
 from workbench.host.engine import VllmInstall
-from workbench.launch import LaunchSpec
+from workbench.launch.spec import LaunchSpec
 from workbench.plan import Server
 from workbench.plan.profiles import CUDA_IMAGE, ROCM_IMAGE
 
