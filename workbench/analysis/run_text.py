@@ -1,0 +1,121 @@
+"""The text of `draftbench show` for runs: every run of an experiment with its speedup as a table, and one
+run's readable summary. Speedups are the Compare page's (workbench.analysis.compare): a run over its
+matching baseline configuration's mean."""
+
+from __future__ import annotations
+
+import json
+
+from workbench import store
+from workbench.host import provenance
+from workbench.analysis import compare
+
+
+def _f(value, fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def run_table(db: store.Database, experiment_id: int) -> list[dict]:
+    """Every run of the experiment in plan order, its figures formatted for printing."""
+    rows = store.runs_in_plan_order(db, experiment_id)
+    baselines = compare.baselines(compare.configs(rows))
+    table = []
+    for r in rows:
+        pp = json.loads(r["per_position"]) if r["per_position"] else None
+        table.append({
+            "run": r["id"], "method": r["method"], "n": "" if r["n"] is None else str(r["n"]),
+            "workload": r["workload"], "concurrency": str(r["concurrency"]), "status": r["status"],
+            "mal": _f(r["mal"], ".2f"), "acceptance_rate": _f(r["acceptance_rate"], ".3f"),
+            "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(compare.run_speedup(r, baselines), ".2f"),
+            "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
+            "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
+            "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
+            "what_if": compare.marker(r),
+        })
+    return table
+
+
+def _client_cost(r: dict) -> str:
+    cpu, wall, tokens = r.get("client_cpu_s"), r.get("window_s"), r.get("output_tokens")
+    if cpu is None or not wall or not tokens:
+        return "-"
+    return (f"{cpu:.2f} s in {r.get('client_processes') or 1} process(es): {cpu / wall:.2f} cores, "
+            f"{cpu / tokens * 1e4:.3f} per 10k tok/s")
+
+
+def _app_cost(r: dict) -> str:
+    """The desktop app's CPU over the window (measured only where the app started the sweep)."""
+    cpu, wall = r.get("app_cpu_s"), r.get("window_s")
+    if cpu is None or not wall:
+        return "-"
+    return f"{cpu:.2f} s: {100 * cpu / wall:.1f} % of one core"
+
+
+def _requests(db: store.Database, r: dict) -> str:
+    """ok/failed from the run's summary; a run that failed before its summary was written counts its
+    stored request rows instead, and one that stored none says so with a dash."""
+    if r["requests_ok"] is not None and r["requests_failed"] is not None:
+        return f"{r['requests_ok']}/{r['requests_failed']}"
+    ok, failed = store.request_counts(db, r["id"])
+    return f"{ok}/{failed}" if ok or failed else "-"
+
+
+def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
+    siblings = store.runs_of_experiment(db, r["experiment_id"])
+    s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
+    pp = json.loads(r["per_position"]) if r["per_position"] else None
+    return [
+        ("run", str(r["id"])), *_what_if(r), ("status", r["status"] + (f": {r['error']}" if r["error"] else "")),
+        ("target", r["target"]), ("method", r["method"]), ("draft", r["draft"] or "-"),
+        ("N", "-" if r["n"] is None else str(r["n"])), ("workload", r["workload"]),
+        ("concurrency", str(r["concurrency"])), ("temperature", str(r["temperature"])),
+        ("max tokens", str(r["max_tokens"])), ("requests ok/failed", _requests(db, r)),
+        ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)),
+        ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
+        ("output tok/s", _f(r["output_tok_s"], ".1f")), ("speedup vs baseline", _f(s, ".2f")),
+        ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
+        ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),
+        ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),
+        ("TTFT mean/p99 (ms)", f"{_f(r['ttft_mean_ms'], '.1f')} / {_f(r['ttft_p99_ms'], '.1f')}"),
+        ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),
+        ("TPOT mean (ms)", _f(r["tpot_mean_ms"], ".1f")),
+        ("prompts seen before", "yes" if r["prompts_seen_before"] else "no"),
+        *[("warning", w) for w in json.loads(r.get("warnings") or "[]")],
+        ("vLLM", f"{r['vllm_version']} (torch {r['torch_version']})"),
+        ("energy (J) / J per token", f"{_f(r.get('energy_j'), '.0f')} / {_f(r.get('joules_per_token'), '.3f')}"),
+        ("GPU power mean (W), util mean (%)", f"{_f(r.get('power_mean_w'), '.0f')}, {_f(r.get('gpu_util_mean'), '.0f')}"),
+        ("GPU memory peak (MiB)", _f(r.get("gpu_mem_peak_mib"), ".0f")),
+        ("environment", _environment(r.get("environment"))),
+        ("command", r["command"] or ""),
+        *_provenance(r.get("provenance")),
+    ]
+
+
+def _what_if(r: dict) -> list[tuple[str, str]]:
+    """A what-if run's marker and curve, said before its figures (nothing for a measured run)."""
+    if not compare.is_what_if(r):
+        return []
+    curve = compare.imposed(r)
+    lines = [("what-if", compare.marker(r) + "; served with dummy weights, not measured acceptance")]
+    if curve and curve.get("rates"):
+        lines.append(("imposed per-position", " ".join(f"{p:.3f}" for p in curve["rates"])))
+    return lines
+
+
+def _provenance(text: str | None) -> list[tuple[str, str]]:
+    """The run's provenance, one field a line (docs/amd-instinct.md says what each means)."""
+    rows = provenance.rows(json.loads(text) if text else None)
+    return [(f"provenance: {label}", value) for label, value in rows] or [("provenance", "not recorded")]
+
+
+def _environment(text: str | None) -> str:
+    if not text:
+        return "-"
+    env = json.loads(text)
+    parts = [env.get("kind", "local") + (f" profile {env['profile']}" if env.get("profile") else "")]
+    if env.get("gpu_models"):
+        parts.append(f"{len(env['gpu_models'])} x {env['gpu_models'][0]}")
+    for key, label in (("driver", "driver"), ("cuda", "CUDA"), ("rocm", "ROCm"), ("vllm_server", "vLLM server")):
+        if env.get(key):
+            parts.append(f"{label} {env[key]}")
+    return ", ".join(parts)
