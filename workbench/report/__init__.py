@@ -1,28 +1,10 @@
-"""Exports without Qt: chart data to CSV/JSON, and a self-contained HTML report (charts passed in as SVG)."""
+"""Exports without Qt: chart data to CSV/JSON, and a self-contained HTML report (charts passed in as SVG).
+The code lives in the modules beside this file; this file only re-exports what other code imports from the
+package."""
 
-from __future__ import annotations
-
-import csv
-import json
-from pathlib import Path
-
+from workbench.report.data_export import write_csv, write_json
 from workbench.report.html import Report, render
 from workbench.report.table import CONFIG_COLUMNS, TABLE_COLUMNS, WHAT_IF_COLUMNS, WHAT_IF_TIPS, cell, shown, speedup_text, what_if_cell
 
 __all__ = ["Report", "render", "CONFIG_COLUMNS", "TABLE_COLUMNS", "WHAT_IF_COLUMNS", "WHAT_IF_TIPS", "cell", "shown", "speedup_text",
            "what_if_cell", "write_csv", "write_json"]
-
-
-def write_csv(rows: list[dict], path: str | Path) -> None:
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        # A list (an imposed curve) as its numbers separated by spaces, as `draftbench show` prints
-        # a per-position curve, rather than Python's brackets.
-        writer.writerows({k: " ".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
-                         for r in rows)
-
-
-def write_json(rows: list[dict], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(rows, indent=1))
