@@ -116,3 +116,15 @@ def test_a_sigkilled_runner_leaves_no_client_process_behind(tmp_path):
     while any(process.alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(process.alive(p) for p in pids)
+
+
+def test_ctrl_c_to_the_process_group_leaves_the_workers_to_the_runner(standin):
+    """A SIGINT sent to every process (as Ctrl-C or `timeout -s INT` does) does not kill a worker
+    mid-job with a traceback: the job finishes, and the runner decides what to do."""
+    base, _ = standin
+    with pool.ClientPool(base, "key", "standin", processes=1) as clients:
+        for p in clients._procs:
+            os.kill(p.pid, signal.SIGINT)
+        out = clients.run(_prompts(3), load.Sampling(5, 0.0), concurrency=3)
+        assert all(p.is_alive() for p in clients._procs)
+    assert [r.ok for r in out.results] == [True, True, True]

@@ -16,6 +16,7 @@ import math
 import multiprocessing
 import os
 import queue
+import signal
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -56,6 +57,10 @@ def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float
     # A SIGKILLed runner cannot close its pool (daemon processes are only ended on a clean exit),
     # so the kernel ends each worker instead of leaving it waiting for a job for ever.
     process.die_with_parent()
+    # Ctrl-C (or `timeout -s INT`) reaches the whole process group: the runner handles it (stops its
+    # server, marks the run, closes this pool), so a worker left to die of it would only print a
+    # KeyboardInterrupt traceback into the run's log. Ignored, asyncio.Runner leaves it ignored too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out.put(("ready", os.getpid()))
     while True:
         job = jobs.get()
