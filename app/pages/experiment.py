@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import html
 import tomllib
 from pathlib import Path
@@ -17,11 +18,11 @@ from PySide6.QtWidgets import (
 from app.jobs import worker
 from app.widgets import theme
 from app.widgets.demo_bar import DemoBar
-from app.widgets.findings import FindingsPanel
+from app.widgets.findings import FindingsPanel, plan_summary
 from app.widgets.long_value import LongValueEdit
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
-from app.widgets.form_keep import hold_imposed, put_imposed
+from app.widgets import form_keep
 from workbench import methods, plan
 from workbench.load import datasets, workloads
 from workbench.host import engine, gpus
@@ -39,6 +40,11 @@ class ExperimentPage(QWidget):
         self.plan_path: Path | None = None
         self.current: plan.Plan | None = None
         self.running = False
+        # The document the form edits a copy of, what the form showed of it, and its launch profile.
+        self._source: dict = {}
+        self._shown: dict = {}
+        self._shown_profile: dict | None = None
+        self._resolved_profile = profiles.Profile()
         # "none" until detection answers (off the GUI thread: the vendor tools can take seconds).
         self.host_platform = "none"
         worker.run(gpus.detect, self, self._gpus_detected)
@@ -192,17 +198,22 @@ class ExperimentPage(QWidget):
             self.workloads.addItem(item)
 
     def set_document(self, doc: dict) -> None:
+        # The form edits a copy: keys it has no field for, and fields left alone, stay as written.
+        self._source = copy.deepcopy(doc)
+        d = form_keep.defaults()
         t = doc.get("target", {})
         w = doc.get("workload", {})
-        self.name.setText(str(doc.get("name", "experiment")))
+        sweep = doc.get("sweep", {})
+        stem = self.plan_path.stem if self.plan_path else "experiment"
+        self.name.setText(str(doc.get("name") or stem))
         self.target.setText(str(t.get("model", "")))
         self.served_name.setText(str(t.get("served_name", "")))
-        self.max_model_len.setValue(int(t.get("max_model_len", 2048)))
-        self.dtype.setCurrentText(str(t.get("dtype", "auto")))
-        self.enforce_eager.setChecked(bool(t.get("enforce_eager", False)))
+        self.max_model_len.setValue(int(t.get("max_model_len", d.max_model_len)))
+        self.dtype.setCurrentText(str(t.get("dtype", d.dtype)))
+        self.enforce_eager.setChecked(bool(t.get("enforce_eager", d.enforce_eager)))
         self.methods_table.set_entries(doc.get("methods", []))
-        self._imposed = hold_imposed(doc, self.rows)  # what-if mode and curves: no fields show them
-        names = w.get("names", [workloads.BUILTIN])
+        names = w.get("names", d.names)
+        names = names if isinstance(names, list) else [names]
         known = {self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())}
         for name in names:
             if name not in known:
@@ -210,22 +221,28 @@ class ExperimentPage(QWidget):
         for i in range(self.workloads.count()):
             item = self.workloads.item(i)
             item.setCheckState(Qt.Checked if item.data(Qt.UserRole) in names else Qt.Unchecked)
-        self.concurrency.setText(", ".join(str(c) for c in w.get("concurrency", [1])))
-        self.repeats.setValue(int(w.get("repeats", 1)))
-        self.num_prompts.setValue(int(w.get("num_prompts", 16)))
-        self.max_tokens.setValue(int(w.get("max_tokens", 128)))
-        self.warmup.setValue(int(w.get("warmup", 2)))
+        concurrency = w.get("concurrency", d.concurrency)
+        self.concurrency.setText(", ".join(str(c) for c in (concurrency if isinstance(concurrency, list)
+                                                             else [concurrency])))
+        self.repeats.setValue(int(w.get("repeats", d.repeats)))
+        prompts = w.get("num_prompts", d.num_prompts)
+        # {per_concurrency, min}: the spin box shows the least count; the table is kept unless changed.
+        self.num_prompts.setValue(int(prompts.get("min", 1) if isinstance(prompts, dict) else prompts))
+        self.max_tokens.setValue(int(w.get("max_tokens", d.max_tokens)))
+        self.warmup.setValue(int(w.get("warmup", d.warmup)))
         self.temperature.setValue(float(w.get("temperature", 0.0)))
-        self.top_p.setValue(float(w.get("top_p", 1.0)))
-        self.ignore_eos.setChecked(bool(w.get("ignore_eos", False)))
-        self.adaptive.setChecked(doc.get("sweep", {}).get("mode") == "adaptive")
-        self.profile_form.set_parallel(doc.get("sweep", {}).get("parallel", 1))
-        self._server = doc.get("server", {})
-        self._extra_args = t.get("extra_args")
+        self.top_p.setValue(float(w.get("top_p", d.top_p)))
+        self.ignore_eos.setChecked(bool(w.get("ignore_eos", d.ignore_eos)))
+        self.adaptive.setChecked(sweep.get("mode") == "adaptive")
+        self.profile_form.set_parallel(sweep.get("parallel", 1))
+        self._resolved_profile = profiles.Profile()
         try:
-            self.profile_form.set_profile(profiles.resolve(doc.get("profile"), self._base()))
+            self._resolved_profile = profiles.resolve(doc.get("profile"), self._base())
+            self.profile_form.set_profile(self._resolved_profile)
         except profiles.ProfileError as exc:
             self.status.setText(f"<span style='color:#D55E00'>Launch profile: {html.escape(str(exc))}</span>")
+        self._shown = self._fields(strict=False)
+        self._shown_profile = self._profile_table(strict=False)
         self.validate()
 
     def _base(self) -> Path:
@@ -234,40 +251,54 @@ class ExperimentPage(QWidget):
     def local_kind(self) -> bool:
         return self.profile_form.kind.currentData() == "local"
 
-    def document(self) -> dict:
-        target = {"model": self.target.text().strip(), "max_model_len": self.max_model_len.value(),
-                  "dtype": self.dtype.currentText(), "enforce_eager": self.enforce_eager.isChecked()}
-        if self.served_name.text().strip():
-            target["served_name"] = self.served_name.text().strip()
-        if getattr(self, "_extra_args", None):
-            target["extra_args"] = self._extra_args
+    def _fields(self, strict: bool = True) -> dict[tuple[str, ...], object]:
+        """What each field shows, as the document's value at its path (None: no key). Not strict:
+        a field whose text makes no value is left out (the document is then written from it)."""
         names = [self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())
                  if self.workloads.item(i).checkState() == Qt.Checked]
-        doc = {
-            "name": self.name.text().strip() or "experiment",
-            "target": target,
-            "methods": self.methods_table.entries(),
-            "workload": {
-                "names": names, "concurrency": parse_ints(self.concurrency.text(), "concurrency"),
-                "num_prompts": self.num_prompts.value(), "max_tokens": self.max_tokens.value(),
-                "warmup": self.warmup.value(), "repeats": self.repeats.value(),
-                "temperature": round(self.temperature.value(), 4), "top_p": round(self.top_p.value(), 4),
-                **({"ignore_eos": True} if self.ignore_eos.isChecked() else {}),
-            },
+        fields = {
+            ("target", "model"): self.target.text().strip(),
+            ("target", "served_name"): self.served_name.text().strip() or None,
+            ("target", "max_model_len"): self.max_model_len.value(),
+            ("target", "dtype"): self.dtype.currentText(),
+            ("target", "enforce_eager"): self.enforce_eager.isChecked(),
+            ("workload", "names"): names,
+            ("workload", "num_prompts"): self.num_prompts.value(),
+            ("workload", "max_tokens"): self.max_tokens.value(),
+            ("workload", "warmup"): self.warmup.value(),
+            ("workload", "repeats"): self.repeats.value(),
+            ("workload", "temperature"): round(self.temperature.value(), 4),
+            ("workload", "top_p"): round(self.top_p.value(), 4),
+            ("workload", "ignore_eos"): self.ignore_eos.isChecked(),
+            ("sweep", "mode"): "adaptive" if self.adaptive.isChecked() else None,
+            ("sweep", "parallel"): None if self.profile_form.sweep_parallel() == 1 else self.profile_form.sweep_parallel(),
         }
-        if self.adaptive.isChecked():
-            doc["sweep"] = {"mode": "adaptive"}
-        if self.profile_form.sweep_parallel() != 1:
-            doc.setdefault("sweep", {})["parallel"] = self.profile_form.sweep_parallel()
-        if getattr(self, "_server", None):
-            doc["server"] = self._server
-        put_imposed(doc, self.rows, getattr(self, "_imposed", None))
         try:
-            profile = self.profile_form.table()
+            fields[("workload", "concurrency")] = parse_ints(self.concurrency.text(), "concurrency")
+        except plan.PlanError:
+            if strict:
+                raise
+        return fields
+
+    def _profile_table(self, strict: bool = True) -> dict | None:
+        try:
+            return self.profile_form.table()
         except profiles.ProfileError as exc:
-            raise plan.PlanError(str(exc)) from None
-        if profile != {"kind": "local"}:
-            doc["profile"] = profile
+            if strict:
+                raise plan.PlanError(str(exc)) from None
+            return None
+
+    def document(self) -> dict:
+        source = self._source
+        form_keep.what_if_adaptive(source, self.adaptive.isChecked())
+        doc = form_keep.overlay(source, self._shown, self._fields())
+        doc["name"] = self.name.text().strip() or "experiment"
+        kept = [m for m in source.get("methods", []) if isinstance(m, dict) and m.get("method") == "baseline"]
+        doc["methods"] = kept + [form_keep.method_entry(row.source, row.shown, row.entry(i))
+                                 for i, row in enumerate(self.rows, 1)]
+        profile = form_keep.profile_value(source.get("profile"), self._resolved_profile, self._shown_profile,
+                                          self._profile_table(), self.profile_form.controlled())
+        form_keep.set_path(doc, ("profile",), profile)
         return doc
 
     def text(self) -> str:
@@ -275,21 +306,7 @@ class ExperimentPage(QWidget):
 
     def text_for_run(self) -> str:
         """The plan as the runner will read it from another folder: relative paths made absolute."""
-        doc = self.document()
-        base = self.plan_path.parent if self.plan_path else Path.cwd()
-
-        def absolute(ref: str) -> str:
-            if ref.startswith(plan.DEMO_PREFIX) or Path(ref).expanduser().is_absolute():
-                return ref
-            candidate = base / ref
-            return str(candidate.resolve()) if candidate.exists() else ref
-
-        doc["target"]["model"] = absolute(doc["target"]["model"])
-        for entry in doc["methods"]:
-            if "draft" in entry:
-                entry["draft"] = absolute(entry["draft"])
-        doc["workload"]["names"] = [absolute(n) for n in doc["workload"]["names"]]
-        return tomli_w.dumps(doc)
+        return tomli_w.dumps(form_keep.absolute_paths(self.document(), self._base()))
 
     # --- files ------------------------------------------------------------------------------------
     def load_file(self, path: Path) -> None:
@@ -297,15 +314,16 @@ class ExperimentPage(QWidget):
             doc = tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise plan.PlanError(f"cannot open {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
-        before = self.document_or_none()
+        before, before_path = self.document_or_none(), self.plan_path
+        self.plan_path = path  # first: relative paths in the plan are read against its folder
         try:
             self.set_document(doc)
         except (TypeError, ValueError, AttributeError, KeyError, methods.MethodError) as exc:
             # The form cannot show it: put back what was there and say why.
+            self.plan_path = before_path
             if before is not None:
                 self.set_document(before)
             raise plan.PlanError(f"cannot open {path.name}: not a plan the form can show ({exc})") from None
-        self.plan_path = path
 
     def document_or_none(self) -> dict | None:
         try:
@@ -333,23 +351,9 @@ class ExperimentPage(QWidget):
         launches = commands.preview(p, self.vllm, self.host_platform)
         self.commands.setPlainText("\n".join(commands.preview_lines(launches)))
         self.current = p
-        self.status.show_plan(self._describe(p), self._check_key(text), lambda: self._preflight(p))
+        self.status.show_plan(plan_summary(p, self.vllm), self._check_key(text), lambda: self._preflight(p))
         self._enable_run()
         return p
-
-    def _describe(self, p: plan.Plan) -> str:
-        profile = p.runs[0].server.profile if p.runs else profiles.Profile()
-        if profile.kind == "attach":
-            where = f"measuring the server at {profile.base_url} (not started or stopped by Draftbench)"
-        elif profile.kind == "docker":
-            where = "vLLM in a docker container"
-        else:
-            where = (f"vLLM {self.vllm.version} ({self.vllm.build} build)" if self.vllm.found
-                     else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
-        skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
-        launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
-                    else f"{len(p.servers())} server launches")
-        return f"{len(p.runs)} runs on {launches} · {where}{skipped}"
 
     def _check_key(self, text: str) -> str:
         # The findings depend on the plan, the vLLM that serves it and the runs already stored

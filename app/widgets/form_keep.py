@@ -1,38 +1,135 @@
-"""What the Experiment form has no fields for but must not lose when it shows a plan and writes it
-back: a what-if sweep's mode and each method's imposed curve, and a prompt count that scales with
-concurrency (`num_prompts = {per_concurrency, min}`)."""
+"""How the Experiment form writes a plan back without losing what it does not show.
+
+The form edits a copy of the document it was given: a field it shows is written only when its
+value differs from what the form showed when the document was loaded, so every key the form has
+no field for (`workload.request_rate`, `sweep.relaunch`, `[server]`, a what-if curve, a profile's
+`env`...) and every key it does show but was left alone (`num_prompts = {per_concurrency, min}`,
+a saved profile named by `profile = "NAME"`) stays exactly as it was written.
+
+What the form shows for a key the document leaves out is the loader's own default, read from
+`workbench.plan` by loading the smallest plan it accepts: the page never keeps a second copy of
+the defaults that could drift from the one the runs get."""
 
 from __future__ import annotations
 
+import copy
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
 from workbench import plan
+from workbench.plan.profiles import Profile
+
+# A path into the document, e.g. ("workload", "max_tokens").
+Path_ = tuple[str, ...]
+ABSENT = None  # a field whose value is None writes no key
 
 
-def hold_imposed(doc: dict, rows: list) -> tuple[list | None, dict | None]:
-    """What the form has no field for: (row, acceptance) per method row of a what-if plan (None for
-    another plan), and a `num_prompts = {per_concurrency, min}` table (the spin box shows its min)."""
-    w = doc.get("workload") or {}
-    prompts = w.get("num_prompts") if isinstance(w.get("num_prompts"), dict) else None
-    if prompts is not None:
-        w["num_prompts"] = int(prompts.get("min", 1))
-    if (doc.get("sweep") or {}).get("mode") != "what-if":
-        return None, prompts
-    entries = [m for m in doc.get("methods", []) if m.get("method") != "baseline"]
-    return [(row, m.get("acceptance")) for row, m in zip(rows, entries)], prompts
+@dataclass(frozen=True)
+class Defaults:
+    max_model_len: int
+    dtype: str
+    enforce_eager: bool
+    names: list[str]
+    concurrency: list[int]
+    repeats: int
+    num_prompts: int
+    max_tokens: int
+    warmup: int
+    top_p: float
+    ignore_eos: bool
 
 
-def put_imposed(doc: dict, rows: list, held: tuple[list | None, dict | None] | None) -> None:
-    """Puts the held mode, curves and prompt table (while the spin box shows its min) back into the
-    form's document. A row added since has no curve: the plan check asks for one, in one line."""
-    curves, prompts = held or (None, None)
-    w = doc.get("workload") or {}
-    if prompts is not None and w.get("num_prompts") == int(prompts.get("min", 1)):
-        w["num_prompts"] = prompts
-    if curves is None:
-        return
-    if (doc.get("sweep") or {}).get("mode") == "adaptive":
+@functools.cache
+def defaults() -> Defaults:
+    """The values the plan loader gives the keys a plan may leave out."""
+    # A Hub id is never looked up by the loader, and profile "local" reads no saved profile.
+    p = plan.loads('profile = "local"\n[target]\nmodel = "org/model"\n[workload]\ntemperature = 0.0\n',
+                   base=Path.cwd())
+    r = p.runs[0]
+    return Defaults(r.server.max_model_len, r.server.dtype, r.server.enforce_eager, [r.workload],
+                    [r.concurrency], len(p.runs), r.num_prompts, r.max_tokens, r.warmup, r.top_p, r.ignore_eos)
+
+
+def set_path(doc: dict, path: Path_, value) -> None:
+    """Writes `value` at `path` (creating tables on the way); None removes the key."""
+    table = doc
+    for key in path[:-1]:
+        if value is ABSENT and not isinstance(table.get(key), dict):
+            return
+        table = table.setdefault(key, {})
+    if value is ABSENT:
+        table.pop(path[-1], None)
+    else:
+        table[path[-1]] = value
+
+
+def overlay(source: dict, shown: dict[Path_, object], now: dict[Path_, object]) -> dict:
+    """A copy of `source` with every field whose value changed since it was shown written in."""
+    doc = copy.deepcopy(source)
+    for path, value in now.items():
+        if path not in shown or shown[path] != value:
+            set_path(doc, path, copy.deepcopy(value))
+    return doc
+
+
+def method_entry(source: dict | None, shown: dict | None, now: dict) -> dict:
+    """One [[methods]] entry: the loaded entry, with the row's changed fields written in (a field
+    the row no longer has, such as a draft for a method that takes none, is removed)."""
+    entry = copy.deepcopy(source) if source else {}
+    shown = shown or {}
+    for key in set(now) | set(shown):
+        if key in now and now[key] != shown.get(key, ABSENT):
+            entry[key] = copy.deepcopy(now[key])
+        elif key not in now and key in shown:
+            entry.pop(key, None)
+    return entry
+
+
+def profile_value(source, resolved: Profile, shown: dict, now: dict, controlled: frozenset[str]):
+    """The document's `profile`: as loaded (a table, or the name of a saved profile) while the form's
+    settings are those it showed; else the loaded profile's own keys the form has no control for
+    (name, docker, hf_cache, env) with the form's settings over them. None: the default profile."""
+    if now == shown:
+        return copy.deepcopy(source)
+    if isinstance(source, dict):
+        base = source
+    else:  # a saved profile (or none): its settings, less those that are the defaults anyway
+        base = {k: v for k, v in resolved.to_table().items()
+                if v != getattr(Profile(), k) and not (k == "name" and v == resolved.kind)}
+    table = {k: copy.deepcopy(v) for k, v in base.items() if k not in controlled}
+    table.update(now)
+    return None if table == {"kind": "local"} else table
+
+
+def what_if_adaptive(source: dict, adaptive: bool) -> None:
+    """A what-if plan cannot become adaptive: said in the form's words rather than the loader's."""
+    if adaptive and (source.get("sweep") or {}).get("mode") == "what-if":
         raise plan.PlanError("a what-if sweep runs every N it lists: it cannot be adaptive (uncheck adaptive N)")
-    doc.setdefault("sweep", {})["mode"] = "what-if"
-    for entry, row in zip(doc["methods"], rows):
-        accepted = next((a for r, a in curves if r is row), None)
-        if accepted is not None:
-            entry["acceptance"] = accepted
+
+
+def absolute_paths(doc: dict, base: Path) -> dict:
+    """The document as the runner reads it from another folder: the target, drafts, prompt files
+    and a profile's interpreter, where given relative to the plan's folder, made absolute."""
+
+    def absolute(ref):
+        if not isinstance(ref, str) or ref.startswith((plan.DEMO_PREFIX, plan.SHAPE_PREFIX)) \
+                or Path(ref).expanduser().is_absolute():
+            return ref
+        candidate = base / ref
+        return str(candidate.resolve()) if candidate.exists() else ref
+
+    target = doc.get("target", {})
+    if "model" in target:
+        target["model"] = absolute(target["model"])
+    for entry in doc.get("methods", []):
+        if "draft" in entry:
+            entry["draft"] = absolute(entry["draft"])
+    workload = doc.get("workload", {})
+    if isinstance(workload.get("names"), list):
+        workload["names"] = [absolute(n) for n in workload["names"]]
+    profile = doc.get("profile")
+    python = profile.get("python") if isinstance(profile, dict) else None
+    if isinstance(python, str) and "/" in python and not python.startswith(("/", "~")):
+        profile["python"] = str((base / python).resolve())  # as the loader reads it (profiles.from_table)
+    return doc

@@ -3,6 +3,7 @@ and the form's parsers for comma-separated numbers and key=value options."""
 
 from __future__ import annotations
 
+import copy
 import tomllib
 
 import tomli_w
@@ -48,6 +49,8 @@ class MethodRow(QWidget):
     def __init__(self, entry: dict | None = None, unavailable: dict[str, str] | None = None):
         super().__init__()
         entry = entry or {"method": "ngram", "n": [1, 2, 3]}
+        # The plan's own entry: the page writes back what the row changed over it (form_keep).
+        self.source = copy.deepcopy(entry)
         self.method = QComboBox()
         for name in METHOD_CHOICES:
             self.method.addItem(methods.METHODS[name].label, name)
@@ -93,6 +96,10 @@ class MethodRow(QWidget):
             w.textChanged.connect(self.changed)
         self.method.currentIndexChanged.connect(self._method_changed)
         self._method_changed()
+        try:
+            self.shown: dict | None = self.entry(0)
+        except plan.PlanError:
+            self.shown = None  # an entry the row cannot show whole: every field is written back
 
     def set_unavailable(self, reasons: dict[str, str]) -> None:
         """Methods the vLLM environment cannot run: greyed out in the list, with the reason and the

@@ -28,6 +28,14 @@ HOST_ONLY = {"aiter": "AITER kernels (ROCm only: choose GPU stack rocm to set th
 
 class ProfileForm(QGroupBox):
     changed = Signal()
+    # The `[profile]` keys the controls of each kind set, and those another kind may not have: what
+    # table() writes in place of a plan's own. The plan's other keys (its name, docker client, HF
+    # cache and env, and what a kind does not show) are the page's to keep.
+    CONTROLLED = {"local": {"platform", "python", "tensor_parallel_size", "draft_tensor_parallel_size", "gpus",
+                            "rocm_use_aiter", "attention_backend", "image", "base_url"},
+                  "docker": {"platform", "tensor_parallel_size", "draft_tensor_parallel_size", "gpus",
+                             "rocm_use_aiter", "attention_backend", "image", "base_url"},
+                  "attach": {"base_url", "api_key_env", "image"}}
 
     def __init__(self, parent=None):
         super().__init__("Launch profile", parent)
@@ -183,6 +191,8 @@ class ProfileForm(QGroupBox):
         self.python.setText(p.python or "")
         self.tp.setValue(p.tensor_parallel_size)
         self.draft_tp.setCurrentIndex(1 if p.draft_tensor_parallel_size == 1 else 0)
+        # "Same as the target" said outright in the plan stays said (it is part of the runs' keys).
+        self._draft_tp_stated = p.draft_tensor_parallel_size not in (None, 1)
         self.gpus.setText(", ".join(map(str, p.gpus)))
         self.aiter.setCheckState(Qt.PartiallyChecked if p.rocm_use_aiter is None
                                  else Qt.Checked if p.rocm_use_aiter else Qt.Unchecked)
@@ -191,6 +201,10 @@ class ProfileForm(QGroupBox):
         self.base_url.setText(p.base_url or "")
         self.api_key_env.setText(p.api_key_env or "")
         self._kind_changed()
+
+    def controlled(self) -> frozenset[str]:
+        """The profile keys table() speaks for with the kind chosen now."""
+        return frozenset({"kind", *self.CONTROLLED[self.kind.currentData()]})
 
     def sweep_parallel(self) -> int | str:
         """Servers at once, for the plan's [sweep] parallel (1 for an attached server)."""
@@ -224,6 +238,8 @@ class ProfileForm(QGroupBox):
             t["tensor_parallel_size"] = self.tp.value()
         if self.draft_tp.currentData() is not None:
             t["draft_tensor_parallel_size"] = self.draft_tp.currentData()
+        elif getattr(self, "_draft_tp_stated", False):
+            t["draft_tensor_parallel_size"] = self.tp.value()
         gpus = self.gpus.text().replace(",", " ").split()
         if gpus:
             try:
