@@ -10,6 +10,9 @@ screenshots (the app's CPU during the windows is then its own, stored as app_cpu
 With `--compare DB [STEM]` it instead opens that results database (its latest experiment is on
 Compare) and saves docs/STEM-1280.png and docs/STEM-1920.png (default STEM screenshot-compare,
 which also writes the report's screenshot).
+With `--what-if DB STEM` it puts every completed run of that database on Compare, gives the what-if
+section the room (as a user would drag the splitter when nothing measured is shown) and saves
+docs/STEM.png at 1920x1080.
 With `--train FOLDER` it shows that training folder on the Train page (docs/screenshot-train.png).
 """
 
@@ -85,6 +88,25 @@ def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare")
     w.close()
 
 
+def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
+    from app.main import MainWindow
+
+    from workbench import store
+
+    w = MainWindow(db)
+    w.show()
+    wait(app, lambda: w.isVisible(), 10)
+    rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r["status"] == "completed"]
+    w.compare.set_runs(rows, db)
+    w.tabs.setCurrentWidget(w.compare)
+    w.resize(1920, 1080)
+    settle(app)
+    w.compare.split.setSizes([0, 240, 650])
+    settle(app, 1.0)
+    w.grab().save(str(ROOT / "docs" / f"{stem}.png"))
+    w.close()
+
+
 def train_shot(app: QApplication, folder: Path) -> None:
     from app.main import MainWindow
 
@@ -112,6 +134,12 @@ def main() -> None:
 
         theme.apply()
         train_shot(app, Path(sys.argv[2]))
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--what-if":
+        from app.widgets import theme
+
+        theme.apply()
+        what_if_shot(app, Path(sys.argv[2]), sys.argv[3])
         return
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--compare":
         from app.widgets import theme

@@ -3,7 +3,7 @@ of every measured table and answer unless the user asks: the Compare page's sepa
 checkbox, the break-even chart and what-if table in exports, the HTML report opened in Chromium,
 `draftbench runs` / `show`, `export-bench`, History and Live.
 
-On the what-if sweep recorded on one H200 (docs/gpu/what-if-h200.sqlite: a Qwen3-8B shape, baseline,
+On the first what-if sweep recorded on one H200 (docs/gpu/what-if-h200.sqlite, experiment 1: a Qwen3-8B shape, baseline,
 eagle3 N=3, dflash N=7 and dspark N=7 at c = 1, 16, 64, acceptance typed in the plan), and the same database with
 a measured copy of every completed run beside it (acceptance measured, slower drafts), so both kinds
 are in one experiment."""
@@ -14,7 +14,9 @@ import csv
 import html
 import json
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
+from contextlib import closing
 
 import pytest
 from PySide6.QtCore import Qt
@@ -36,8 +38,18 @@ MARK = "acceptance imposed: typed"
 
 @pytest.fixture
 def what_if_db(tmp_path):
+    """The database's first sweep (experiment 1) alone: the later ones (the N grid, MiMo's MTP, the
+    Gemma 4 pair that failed to start) are the subject of tests/test_what_if_table.py."""
     db = copy_db(SOURCE, tmp_path / "what-if.sqlite")
-    store.close(store.open_db(db))  # brought to this version's schema
+    handle = store.open_db(db)  # brought to this version's schema
+    for r in store.runs(handle):
+        if r["experiment_id"] != 1:
+            store.delete_run(handle, r["id"])
+    store.close(handle)
+    # Their experiments too, so "the latest experiment" is the first sweep (the store deletes runs,
+    # never experiments: a test's own trimming of a copy).
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("DELETE FROM experiments WHERE id != 1")
     return db
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView, QGroupBox, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout, QWidget,
@@ -86,6 +86,7 @@ class WhatIfPanel(QGroupBox):
         self.sentences.setWordWrap(True)
         self.sentences.setToolTip(f"From each configuration's step cost at every concurrency run. {BREAK_EVEN_TIP}")
         self.plot = chartlib.new_plot("breakeven")
+        self.plot.installEventFilter(self)
         left = QWidget()
         left_box = QVBoxLayout(left)
         left_box.setContentsMargins(0, 0, 0, 0)
@@ -114,6 +115,10 @@ class WhatIfPanel(QGroupBox):
         self.setVisible(bool(rows))
         return bool(rows)
 
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
+    def eventFilter(self, obj, event) -> bool:
+        # The plot's own resize, not the panel's: the splitters inside resize it after the panel's
+        # resizeEvent, so a legend fitted there would use the plot's old height and could end up
+        # wider than the plot, pushed out of view.
+        if obj is self.plot and event.type() == QEvent.Resize:
+            chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
+        return False
