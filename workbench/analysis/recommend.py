@@ -120,6 +120,9 @@ class Prediction:
     cost: float
     measured: float | None = None
     measured_half_width: float | None = None
+    # "what-if" where a what-if run of this target, method and concurrency measured the step cost at
+    # this N (taken as it is), "fitted" where it comes from the cost line.
+    cost_source: str = "fitted"
 
     @property
     def low(self) -> float:
@@ -150,24 +153,35 @@ class Recommendation:
 
 def predict(survival: Survival, line: CostLine, ns: list[int] | None = None, baseline_rel_se: float = 0.0,
             z: float = Z95, measured: dict[int, tuple[float, float | None]] | None = None,
-            method_family: str = "") -> Recommendation:
+            method_family: str = "", costs: dict[int, float] | None = None) -> Recommendation:
     """The predicted speedup at each N (default 1..N_max), the best N, and whether the runner-up
-    is within noise of it. Ranking ignores the baseline's noise, which scales every N alike."""
+    is within noise of it. Ranking ignores the baseline's noise, which scales every N alike.
+    `costs`: step costs measured directly at some N (what-if runs), used there instead of the line."""
     ns = sorted(set(ns or range(1, survival.n_max + 1)))
     if not ns:
         raise RecommendError("no values of N to predict")
     cov = np.array(line.cov)
     measured = measured or {}
+    costs = costs or {}
     curve, grads = [], {}
     for n in ns:
-        tokens, cost = survival.tokens_per_step(n), line.cost(n)
-        if cost <= 0:
-            raise RecommendError(f"the fitted step cost at N={n} is not positive: the runs do not fit a cost line")
-        s = tokens / cost
-        grads[n] = -tokens / cost ** 2 * np.array([1.0, n])
-        rel_var = float(grads[n] @ cov @ grads[n]) / s ** 2 + baseline_rel_se ** 2
+        tokens = survival.tokens_per_step(n)
+        if n in costs:
+            # A what-if run measured this cost: it carries one run's throughput noise, not the line's.
+            cost = costs[n]
+            s = tokens / cost
+            grads[n] = np.zeros(2)
+            rel_var = DEFAULT_REL_SE ** 2 + baseline_rel_se ** 2
+        else:
+            cost = line.cost(n)
+            if cost <= 0:
+                raise RecommendError(f"the fitted step cost at N={n} is not positive: the runs do not fit a cost line")
+            s = tokens / cost
+            grads[n] = -tokens / cost ** 2 * np.array([1.0, n])
+            rel_var = float(grads[n] @ cov @ grads[n]) / s ** 2 + baseline_rel_se ** 2
         m, mh = measured.get(n, (None, None))
-        curve.append(Prediction(n, s, z * s * math.sqrt(rel_var), tokens, cost, m, mh))
+        curve.append(Prediction(n, s, z * s * math.sqrt(rel_var), tokens, cost, m, mh,
+                                "what-if" if n in costs else "fitted"))
     ranked = sorted(curve, key=lambda p: p.speedup, reverse=True)
     best, runner = ranked[0], (ranked[1] if len(ranked) > 1 else None)
     uncertain = False
@@ -179,13 +193,21 @@ def predict(survival: Survival, line: CostLine, ns: list[int] | None = None, bas
 
 
 def recommend(method: str, survival: Survival, points: list[Point], ns: list[int] | None = None,
-              baseline_rel_se: float = 0.0, z: float = Z95) -> Recommendation:
-    """Fit the step cost to `points` and predict: the whole model in one call."""
+              baseline_rel_se: float = 0.0, z: float = Z95, costs: dict[int, float] | None = None) -> Recommendation:
+    """Fit the step cost to `points` and predict: the whole model in one call. With what-if step
+    costs (`costs`, N -> cost) at two or more N, one measured N is enough: the line is then fitted to
+    those costs, and each N a what-if run measured takes its own cost."""
     # A point measured once is drawn without an interval: its rel_se is the pooled or assumed noise
     # the fit needs, not a measured spread.
     measured = {p.n: (p.speedup, z * p.speedup * math.hypot(p.rel_se, baseline_rel_se) if p.repeats >= 2 else None)
                 for p in points}
-    return predict(survival, fit_cost(points), ns, baseline_rel_se, z, measured, family(method))
+    costs = costs or {}
+    if len({p.n for p in points}) < 2 and len(costs) >= 2:
+        # A Point whose tokens per step is its cost and whose speedup is 1 has exactly that cost.
+        line = fit_cost([Point(n, 1.0, c, DEFAULT_REL_SE, 1) for n, c in costs.items()])
+    else:
+        line = fit_cost(points)
+    return predict(survival, line, ns, baseline_rel_se, z, measured, family(method), costs)
 
 
 def next_to_measure(rec: Recommendation, measured: set[int]) -> list[int]:
@@ -243,7 +265,7 @@ def group_key(c: Config) -> tuple:
 
 
 def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | None = None, dof: int = 0,
-              default_rel_se: float = DEFAULT_REL_SE) -> Recommendation:
+              default_rel_se: float = DEFAULT_REL_SE, costs: dict[int, float] | None = None) -> Recommendation:
     """The recommendation for one method x workload x concurrency from its configurations (each
     linked to its baseline): the largest N with a survival curve gives T(N), every N up to it a
     point of the cost line. `pooled`/`dof` is the run-to-run noise measured by repeats (`noise`)."""
@@ -257,21 +279,39 @@ def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | 
                     _rel_se(c, pooled, default_rel_se), c.tok_s.n) for c in group if c.n <= top.n]
     ns = [n for n in (ns or range(1, top.n + 1)) if n <= top.n]
     z = t95(dof) if pooled is not None else Z95
-    return recommend(top.method, survival, points, ns, _rel_se(top.baseline, pooled, default_rel_se), z)
+    return recommend(top.method, survival, points, ns, _rel_se(top.baseline, pooled, default_rel_se), z, costs)
 
 
-def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE) -> dict[tuple, Recommendation]:
-    """A recommendation for every method x workload x concurrency (within one experiment) that has
-    a baseline and speculative runs at two or more N, one of them carrying the survival curve."""
-    pooled, dof = noise(cs)
-    groups: dict[tuple, list[Config]] = {}
+def what_if_costs(cs: list[Config]) -> dict[tuple, dict[int, float]]:
+    """Step costs measured by what-if runs (MAL read back / speedup), by target, method, draft and
+    concurrency, then N. The cost depends on the shapes, N and the batch, not on the acceptance or
+    the text, so it serves measured runs of the same configuration on any workload."""
+    out: dict[tuple, dict[int, float]] = {}
     for c in cs:
+        if c.what_if and c.method != "baseline" and c.n and c.speedup and c.mal.mean:
+            out.setdefault((c.target, c.method, c.draft, c.concurrency), {})[c.n] = c.mal.mean / c.speedup
+    return out
+
+
+def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE,
+                 costs: dict[tuple, dict[int, float]] | None = None) -> dict[tuple, Recommendation]:
+    """A recommendation for every method x workload x concurrency (within one experiment) that has
+    a baseline and measured speculative runs at two or more N (or one, where what-if runs measured
+    the step cost at two or more), one of them carrying the survival curve. `costs` defaults to the
+    what-if step costs among `cs` (what_if_costs)."""
+    costs = what_if_costs(cs) if costs is None else costs
+    measured = [c for c in cs if not c.what_if]
+    pooled, dof = noise(measured)
+    groups: dict[tuple, list[Config]] = {}
+    for c in measured:
         if c.method != "baseline" and c.n and c.baseline and c.speedup and c.mal.mean:
             groups.setdefault(group_key(c), []).append(c)
     out = {}
     for key, group in groups.items():
+        first = group[0]
         try:
-            out[key] = for_group(group, None, pooled, dof, default_rel_se)
+            out[key] = for_group(group, None, pooled, dof, default_rel_se,
+                                 costs.get((first.target, first.method, first.draft, first.concurrency)))
         except RecommendError:
             continue
     return out
@@ -283,12 +323,11 @@ def chart_rows(cs: list[Config]) -> list[dict]:
     Measured configurations only: a prediction is a recommendation, and none rests on an imposed
     acceptance (a what-if run's break-even chart is its own, workbench.analysis.breakeven)."""
     out = []
-    measured = [c for c in cs if not c.what_if]
-    for key, rec in sorted(from_configs(measured).items(), key=lambda kv: [str(k) for k in kv[0]]):
+    for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
         series = f"{key[2]} · {key[5]} · c={key[6]}"
         for p in rec.curve:
             out.append({"series": series, "method": key[2], "config_n": None, "workload": key[5],
                         "concurrency": key[6], "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
                         "measured": p.measured, "measured_ci95": p.measured_half_width, "best_n": rec.best_n,
-                        "uncertain": rec.uncertain, "family": rec.family})
+                        "uncertain": rec.uncertain, "family": rec.family, "cost_source": p.cost_source})
     return out
