@@ -96,9 +96,8 @@ class MainWindow(QMainWindow):
             except plan.PlanError as exc:
                 # A plan file changed or damaged since the last session: the demo plan stays.
                 self.statusBar().showMessage(str(exc), 10000)
+        self.opening: Path | None = None  # a results file being opened and checked
         self.set_database(self.db_path)
-        self.history_timer = QTimer(self, interval=2000)
-        self.history_timer.timeout.connect(self.refresh_history)
         self.engine_label = QLabel("checking vLLM…")
         self.statusBar().addPermanentWidget(self.engine_label)
         if vllm is not None and vllm.modules is not None:
@@ -154,21 +153,30 @@ class MainWindow(QMainWindow):
             self.set_database(Path(path))
 
     def set_database(self, path: Path) -> None:
-        if path.exists():
-            try:
-                # Opened for writing once, so an older schema is migrated before the read-only views use it.
-                db = store.open_db(path)
-                try:
-                    store.check_integrity(db, path)
-                finally:
-                    store.close(db)
-            except store.StoreError as exc:
-                QMessageBox.warning(self, "Open results database", str(exc))
-                if path == self.db_path:  # the file the app started on: its preflight says why, Run stays off
-                    self.experiment.db_path = path
-                    self.experiment.validate()
-                    self.statusBar().showMessage(f"Results database unusable: {exc}")
-                return
+        """Opens a results database: an existing file is opened for writing once (so an older schema
+        is migrated before the read-only views use it) and checked (quick_check reads every page)
+        off the GUI thread; the window switches to it when it is found sound."""
+        self.opening = path
+        if not path.exists():
+            self._database_sound(path)
+            return
+        worker.run(lambda: _check_database(path), self, lambda _: self._database_sound(path),
+                   lambda exc: self._database_refused(path, exc))
+
+    def _database_refused(self, path: Path, exc: BaseException) -> None:
+        if path != self.opening:
+            return  # another file was asked for meanwhile
+        self.opening = None
+        QMessageBox.warning(self, "Open results database", str(exc))
+        if path == self.db_path:  # the file the app started on: its preflight says why, Run stays off
+            self.experiment.db_path = path
+            self.experiment.validate()
+            self.statusBar().showMessage(f"Results database unusable: {exc}")
+
+    def _database_sound(self, path: Path) -> None:
+        if path != self.opening:
+            return
+        self.opening = None
         self.db_path = path
         self.experiment.db_path = path
         self.experiment.validate()
@@ -250,11 +258,7 @@ class MainWindow(QMainWindow):
         self._checking_remote = False
         gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
         self.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}", 10000)
-        self._remote = spec
-        try:
-            self.experiment.request_run()
-        finally:
-            self._remote = None
+        self.experiment.request_run(remote=spec)
 
     def _remote_failed(self, exc: BaseException) -> None:
         # A RemoteError says what went wrong in one line; anything else is named by its type.
@@ -270,7 +274,7 @@ class MainWindow(QMainWindow):
         plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
         plan_file.write_text(self.experiment.text_for_run())
         try:
-            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=getattr(self, "_remote", None),
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=self.experiment.run_remote,
                                 ray=self.experiment.profile_form.ray_address())
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
@@ -285,11 +289,13 @@ class MainWindow(QMainWindow):
         sweep.event.connect(self._on_event)
         sweep.ended.connect(self._sweep_ended)
         self.experiment.set_running(True)
-        self.history_timer.start()
+        self.refresh_history()
         sweep.poll()
 
     def _on_event(self, event: events.Event) -> None:
-        if isinstance(event, (events.RunFinished, events.RunFailed, events.SweepStarted)):
+        # History reads the runs again when a run's row changes, not on a clock.
+        if isinstance(event, (events.SweepStarted, events.RunStarted, events.RunFinished, events.RunFailed,
+                              events.SweepFinished)):
             self.refresh_history()
         elif isinstance(event, events.Recommendation):
             self.statusBar().showMessage(f"Adaptive sweep: {event.message}", 60000)
@@ -299,7 +305,6 @@ class MainWindow(QMainWindow):
         if sweep is not None:
             sweep.close_row(self.db_path)
         self.experiment.set_running(False)
-        self.history_timer.stop()
         self.refresh_history()
         self.show_latest()
         if self.tabs.currentWidget() is self.live and self.compare.rows:
@@ -356,6 +361,15 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         event.accept()
+
+
+def _check_database(path: Path) -> None:
+    """On a worker's thread: raises StoreError when the file is no usable results database."""
+    db = store.open_db(path)
+    try:
+        store.check_integrity(db, path)
+    finally:
+        store.close(db)
 
 
 def _read_plan_doc(path: Path) -> dict:

@@ -302,6 +302,7 @@ def _window_warning(qtbot, tmp_path, vllm, monkeypatch, action) -> str:
     monkeypatch.setattr("app.main.QMessageBox.warning", lambda *a: said.append(a[2]))
     before = w.experiment.document()
     action(w)
+    qtbot.waitUntil(lambda: w.opening is None, timeout=20000)  # a database is checked off the GUI thread
     assert len(said) == 1
     # The form and the open database are as they were.
     assert w.experiment.document() == before and w.db_path == tmp_path / "ok.sqlite"

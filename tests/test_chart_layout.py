@@ -52,6 +52,7 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: window.opening is None, timeout=20000)  # the file is checked off the GUI thread
     window.tabs.setCurrentWidget(window.compare)
     page = window.compare
     # The database's latest experiment is on Compare without going through History.

@@ -82,7 +82,7 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
 
     history = second.history
     second.refresh_history()
-    assert history.proxy.rowCount() == 2
+    qtbot.waitUntil(lambda: not history.reading and history.proxy.rowCount() == 2, timeout=20000)
     history.combos["method"].setCurrentText("ngram")
     assert history.proxy.rowCount() == 1
     history.view.selectRow(0)
@@ -100,6 +100,7 @@ def test_headless_database_shows_the_same_figures_as_show(qtbot, recorded_db, tm
     w = _window(qtbot, db_path.parent / "other.sqlite", vllm_install)
     w.set_database(db_path)
     model = w.history.model
+    qtbot.waitUntil(lambda: model.rowCount() == len(table), timeout=20000)  # checked and read off the GUI thread
     assert model.rowCount() == len(table) == 10
     col = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
     for r in range(model.rowCount()):
@@ -124,6 +125,7 @@ def test_corrupt_database_is_refused_without_damage(qtbot, tmp_path, vllm_instal
     warnings = []
     monkeypatch.setattr("app.main.QMessageBox.warning", lambda *a: warnings.append(a[2]))
     w.set_database(bad)
+    qtbot.waitUntil(lambda: w.opening is None, timeout=20000)
     assert warnings and "not a usable Draftbench database" in warnings[0]
     assert w.db_path == tmp_path / "ok.sqlite"
     assert bad.read_bytes() == b"garbage" * 500

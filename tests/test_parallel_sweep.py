@@ -139,6 +139,7 @@ def test_live_shows_a_row_per_slot_and_history_the_gpus(both, qtbot):
     history = HistoryPage()
     qtbot.addWidget(history)
     history.load(folder / "parallel.sqlite")
+    qtbot.waitUntil(lambda: history.model.rowCount() > 0, timeout=20000)  # read off the GUI thread
     column = [key for key, _, _ in COLUMNS].index("gpus")
     shown = {history.model.data(history.model.index(r, column)) for r in range(history.model.rowCount())}
     assert shown == {"0", "1"}

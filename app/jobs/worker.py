@@ -1,6 +1,9 @@
 """Blocking calls run off the GUI thread: asking the vLLM environment what it has, detecting GPUs,
-checking a remote host over SSH. Each can take seconds (or a minute, on a busy or far machine);
-the window stays responsive and gets the answer as a callback on the GUI thread."""
+checking a remote host over SSH, the preflight, opening and checking a results database, reading
+History's runs, the Hub's searches, downloads and cache scans and deletes. Each can take seconds
+(or a minute, on a busy or far machine); the window stays responsive and gets the answer (and a
+download its progress) as a callback on the GUI thread. This is the app's one mechanism for them:
+child processes (sweeps, training) are followed by their own timers, which only read a file."""
 
 from __future__ import annotations
 
@@ -34,10 +37,18 @@ class _Dispatcher(QObject):
     with a call's number, which Qt queues over."""
 
     answered = Signal(int)
+    progressed = Signal(int, object)
 
     def __init__(self):
         super().__init__()
         self.answered.connect(self._hand_over)
+        self.progressed.connect(self._hand_progress)
+
+    @Slot(int, object)
+    def _hand_progress(self, number: int, args: tuple) -> None:
+        call = _calls.get(number)
+        if call is not None and call.on_progress is not None and shiboken6.isValid(call.owner):
+            call.on_progress(*args)
 
     @Slot(int)
     def _hand_over(self, number: int) -> None:
@@ -49,13 +60,20 @@ class _Dispatcher(QObject):
 class Call:
     """One blocking call in flight; its answer is handed over on the GUI thread."""
 
-    def __init__(self, fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
-                 on_error: Callable[[BaseException], None] | None):
+    def __init__(self, fn: Callable[..., Any], owner: QObject, on_done: Callable[[Any], None],
+                 on_error: Callable[[BaseException], None] | None,
+                 on_progress: Callable[..., None] | None = None):
         self.fn = fn
         self.owner = owner
         self.on_done = on_done
         self.on_error = on_error
+        self.on_progress = on_progress
         self.outcome: tuple[bool, Any] | None = None
+        self.done = threading.Event()  # set on the call's thread once it has returned
+
+    def wait(self, timeout_s: float) -> bool:
+        """Waits for the call itself to return (its answer is still handed over on the GUI thread)."""
+        return self.done.wait(timeout_s)
 
     def finish(self) -> None:
         ok, value = self.outcome
@@ -73,11 +91,16 @@ class Call:
 def _job(number: int, dispatcher: "_Dispatcher") -> None:
     call = _calls[number]
     try:
-        outcome = (True, call.fn())
+        if call.on_progress is None:
+            outcome = (True, call.fn())
+        else:
+            outcome = (True, call.fn(lambda *args: dispatcher.progressed.emit(number, args)))
     except Exception as exc:  # handed to the GUI thread, which says it in one line
         outcome = (False, exc)
     call.outcome = outcome
+    done = call.done
     del call, outcome  # the GUI thread holds them until it has handed the answer over
+    done.set()
     try:
         dispatcher.answered.emit(number)
     except RuntimeError:
@@ -87,15 +110,18 @@ def _job(number: int, dispatcher: "_Dispatcher") -> None:
             _running.discard(threading.current_thread())
 
 
-def run(fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
-        on_error: Callable[[BaseException], None] | None = None) -> Call:
+def run(fn: Callable[..., Any], owner: QObject, on_done: Callable[[Any], None],
+        on_error: Callable[[BaseException], None] | None = None,
+        on_progress: Callable[..., None] | None = None) -> Call:
     """Calls `fn()` on a thread of its own; then `on_done(result)` (or `on_error(exception)`) on
-    the GUI thread, unless `owner` has been deleted meanwhile."""
+    the GUI thread, unless `owner` has been deleted meanwhile. With `on_progress`, `fn(progress)`
+    is called instead, and each `progress(*args)` it makes reaches `on_progress(*args)` on the GUI
+    thread, in order, before the answer."""
     global _dispatcher
     if _dispatcher is None:  # created on the GUI thread, where run() is called
         _dispatcher = _Dispatcher()
     number = next(_numbers)
-    call = _calls[number] = Call(fn, owner, on_done, on_error)
+    call = _calls[number] = Call(fn, owner, on_done, on_error, on_progress)
     thread = threading.Thread(target=_job, args=(number, _dispatcher), name="draftbench-call", daemon=True)
     with _lock:
         _running.add(thread)

@@ -11,20 +11,20 @@ import tomli_w
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-    QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton,
+    QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
     QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
 )
 
 from app.jobs import worker
 from app.widgets import theme
 from app.widgets.demo_bar import DemoBar
+from app.widgets.workload_list import WorkloadList
 from app.widgets.findings import FindingsPanel, plan_summary
 from app.widgets.long_value import LongValueEdit
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
 from app.widgets import form_keep
 from workbench import methods, plan
-from workbench.load import datasets, workloads
 from workbench.host import engine, gpus
 from workbench.plan import profiles
 from workbench.usecases import commands, findings
@@ -45,6 +45,8 @@ class ExperimentPage(QWidget):
         self._shown: dict = {}
         self._shown_profile: dict | None = None
         self._resolved_profile = profiles.Profile()
+        self._pending_run: tuple[str, str | None] | None = None  # Run pressed before the check answered
+        self.run_remote: str | None = None
         # "none" until detection answers (off the GUI thread: the vendor tools can take seconds).
         self.host_platform = "none"
         worker.run(gpus.detect, self, self._gpus_detected)
@@ -66,20 +68,9 @@ class ExperimentPage(QWidget):
 
         self.methods_table = MethodsTable()
 
-        self.workloads = QListWidget()
-        self.workloads.setToolTip("Prompt sets; each is run at every concurrency")
-        for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
-                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
-                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()] + \
-                [(workloads.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
-            item = QListWidgetItem(label)
-            item.setData(Qt.UserRole, name)
-            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-            item.setCheckState(Qt.Unchecked)
-            self.workloads.addItem(item)
-        self.workloads.setMaximumHeight(190)
+        self.workloads = WorkloadList()
         add_file = QPushButton("Add prompt file…")
-        add_file.clicked.connect(self._add_workload_file)
+        add_file.clicked.connect(lambda: self.workloads.add_file())
         self.concurrency = QLineEdit()
         self.concurrency.setToolTip("Requests in flight at once; one run per value, e.g. 1, 4")
         self.repeats = QSpinBox(minimum=1, maximum=100)
@@ -174,7 +165,7 @@ class ExperimentPage(QWidget):
         self.workloads.itemChanged.connect(self.validate_timer.start)
         self.profile_form.changed.connect(self.validate_timer.start)
         self.methods_table.changed.connect(self.validate_timer.start)
-        self.status.updated.connect(self._enable_run)
+        self.status.updated.connect(self._answered)
 
     # --- form <-> plan document -----------------------------------------------------------------
     @property
@@ -185,17 +176,6 @@ class ExperimentPage(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Target model folder")
         if folder:
             self.target.setText(folder)
-
-    def _add_workload_file(self, path: str | None = None) -> None:
-        if not path:
-            path, _ = QFileDialog.getOpenFileName(self, "Prompt file", "", "Prompts (*.jsonl *.parquet)")
-        if path:
-            item = QListWidgetItem(Path(path).name)
-            item.setData(Qt.UserRole, path)
-            item.setToolTip(path)
-            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-            item.setCheckState(Qt.Checked)
-            self.workloads.addItem(item)
 
     def set_document(self, doc: dict) -> None:
         # The form edits a copy: keys it has no field for, and fields left alone, stay as written.
@@ -214,13 +194,7 @@ class ExperimentPage(QWidget):
         self.methods_table.set_entries(doc.get("methods", []))
         names = w.get("names", d.names)
         names = names if isinstance(names, list) else [names]
-        known = {self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())}
-        for name in names:
-            if name not in known:
-                self._add_workload_file(name)
-        for i in range(self.workloads.count()):
-            item = self.workloads.item(i)
-            item.setCheckState(Qt.Checked if item.data(Qt.UserRole) in names else Qt.Unchecked)
+        self.workloads.set_names(names)
         concurrency = w.get("concurrency", d.concurrency)
         self.concurrency.setText(", ".join(str(c) for c in (concurrency if isinstance(concurrency, list)
                                                              else [concurrency])))
@@ -254,8 +228,7 @@ class ExperimentPage(QWidget):
     def _fields(self, strict: bool = True) -> dict[tuple[str, ...], object]:
         """What each field shows, as the document's value at its path (None: no key). Not strict:
         a field whose text makes no value is left out (the document is then written from it)."""
-        names = [self.workloads.item(i).data(Qt.UserRole) for i in range(self.workloads.count())
-                 if self.workloads.item(i).checkState() == Qt.Checked]
+        names = self.workloads.names()
         fields = {
             ("target", "model"): self.target.text().strip(),
             ("target", "served_name"): self.served_name.text().strip() or None,
@@ -372,21 +345,50 @@ class ExperimentPage(QWidget):
 
     def _enable_run(self) -> None:
         self.run_button.setEnabled(self.current is not None and (self.vllm.found or not self.local_kind())
-                                   and not self.running and not self.status.has_errors())
+                                   and not self.running and not self.status.has_errors()
+                                   and self._pending_run is None)
 
     def _gpus_detected(self, found: tuple) -> None:
         self.host_platform = found[0]
         self.profile_form.set_host(found[0])
         self.validate()
 
-    def request_run(self) -> None:
+    def request_run(self, remote: str | None = None) -> None:
+        """Runs the plan (on `remote`, a host already checked) once its preflight has answered
+        clean; pressed before the check answered, the run waits for it off the GUI thread (the
+        check may ask amd-smi or nvidia-smi), and an edit of the form meanwhile calls it off."""
         p = self.validate()
         if p is None or self.running:
             return
-        # Run pressed before the check answered: this once, the GUI waits for it.
-        found = self.status.wait(self._check_key(self.text()), lambda: self._preflight(p))
+        key = self._check_key(self.text())
+        found = self.status.known(key)
+        if found is None:
+            self._pending_run = (key, remote)
+            self.run_button.setEnabled(False)
+            self.run_button.setText("Checking, then running…")
+            return
+        self._run_checked(p, found, remote)
+
+    def _run_checked(self, p: plan.Plan, found: list, remote: str | None) -> None:
         if not any(f.level == findings.ERROR for f in found):
-            self.run_requested.emit(p, self.text())
+            self.run_remote = remote  # read by the window's slot, within the emit
+            try:
+                self.run_requested.emit(p, self.text())
+            finally:
+                self.run_remote = None
+
+    def _answered(self) -> None:
+        pending, self._pending_run = self._pending_run, None
+        if not self.running:
+            self.run_button.setText("Run sweep")
+        if pending is not None and self.current is not None and not self.running \
+                and pending[0] == self._check_key(self.text()):
+            found = self.status.known(pending[0])
+            if found is None:
+                self._pending_run = pending  # the answer was for another plan: this one's is coming
+            else:
+                self._run_checked(self.current, found, pending[1])
+        self._enable_run()
 
     def set_running(self, running: bool) -> None:
         self.running = running

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QTableView, QVBoxLayout, QWidget,
 )
 
+from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
 from workbench import store
 
@@ -43,6 +44,8 @@ class HistoryPage(QWidget):
         super().__init__(parent)
         self.db_path: Path | None = None
         self._loaded_from: Path | None = None
+        self.reading = False  # a read of the runs in flight
+        self._again = False
         self.model = RunsModel(self)
         self.proxy = RunsFilter(self)
         self.proxy.setSourceModel(self.model)
@@ -53,7 +56,7 @@ class HistoryPage(QWidget):
         self.view.sortByColumn(0, Qt.AscendingOrder)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         # Column widths from the first rows only: measuring every row of a large history took
-        # seconds per refresh (the page refreshes every 2 s during a sweep).
+        # seconds per refresh (the page refreshes on every run event of a sweep).
         self.view.horizontalHeader().setResizeContentsPrecision(64)
         self.view.horizontalHeader().setStretchLastSection(True)
         self.view.setSelectionBehavior(QTableView.SelectRows)
@@ -103,18 +106,22 @@ class HistoryPage(QWidget):
         layout.addWidget(self.empty)
 
     def load(self, db_path: Path) -> None:
+        """Reads the database's runs off the GUI thread (a large history is a long read, and a sweep
+        writing to the file may hold it a moment); the table changes when the answer comes. One
+        read at a time: a load asked for meanwhile reads again once it returns."""
         self.db_path = db_path
-        rows: list[dict] = []
-        message = ""
-        if db_path.exists():
-            try:
-                db = store.open_db(db_path, readonly=True)
-                try:
-                    rows = store.runs(db)
-                finally:
-                    store.close(db)
-            except store.StoreError as exc:
-                message = str(exc)
+        if self.reading:
+            self._again = True
+            return
+        self.reading = True
+        worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
+
+    def _loaded(self, db_path: Path, rows: list[dict], message: str) -> None:
+        self.reading = False
+        if self._again or db_path != self.db_path:
+            self._again = False
+            self.load(self.db_path)
+            return
         if rows and rows == self.model._rows and db_path == self._loaded_from:
             return  # nothing changed since the last refresh: keep the view, its selection and scroll
         self._loaded_from = db_path
@@ -161,19 +168,45 @@ class HistoryPage(QWidget):
 
     def delete_selected(self, confirm: bool = True) -> None:
         ids = self.selected_ids()
-        if not ids or self.db_path is None:
+        if not ids or self.db_path is None or not self.delete_button.isEnabled():
             return
         if confirm and QMessageBox.question(
                 self, "Delete runs", f"Delete {len(ids)} run(s) and everything measured in them?") != QMessageBox.Yes:
             return
-        try:
-            db = store.open_db(self.db_path)
-            try:
-                for run_id in ids:
-                    store.delete_run(db, run_id)
-            finally:
-                store.close(db)
-        except store.StoreError as exc:
-            QMessageBox.warning(self, "Delete runs", str(exc))
-        self.load(self.db_path)
+        db_path = self.db_path
+        self.delete_button.setEnabled(False)  # one delete at a time
+        worker.run(lambda: _delete_runs(db_path, ids), self, lambda _: self._deleted(db_path), self._delete_failed)
 
+    def _deleted(self, db_path: Path) -> None:
+        self.delete_button.setEnabled(True)
+        self.load(db_path)
+
+    def _delete_failed(self, exc: BaseException) -> None:
+        self.delete_button.setEnabled(True)
+        QMessageBox.warning(self, "Delete runs", str(exc))
+        if self.db_path is not None:
+            self.load(self.db_path)
+
+
+def _delete_runs(db_path: Path, ids: list[int]) -> None:
+    # Off the GUI thread: a sweep writing to the file may hold its lock for a moment.
+    db = store.open_db(db_path)
+    try:
+        for run_id in ids:
+            store.delete_run(db, run_id)
+    finally:
+        store.close(db)
+
+
+def _read_runs(db_path: Path) -> tuple[list[dict], str]:
+    """The database's runs, and why there are none when it cannot be read (on a worker's thread)."""
+    if not db_path.exists():
+        return [], ""
+    try:
+        db = store.open_db(db_path, readonly=True)
+        try:
+            return store.runs(db), ""
+        finally:
+            store.close(db)
+    except store.StoreError as exc:
+        return [], str(exc)

@@ -3,11 +3,12 @@ Hugging Face cache, start an experiment from a published draft/target pair, or p
 
 from __future__ import annotations
 
-from PySide6.QtCore import QThread, QUrl, Qt, Signal
+from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
+from app.jobs import worker
 from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
 from workbench import paths
@@ -21,25 +22,6 @@ CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows th
                "shape below for a what-if run without weights.")
 
 
-class Job(QThread):
-    """Blocking Hub work off the GUI thread; results come back as signals."""
-    progress = Signal(int, int, str)
-    succeeded = Signal(object)
-    failed = Signal(object)
-
-    def __init__(self, work, parent=None):
-        super().__init__(parent)
-        self.work = work
-
-    def run(self) -> None:
-        try:
-            self.succeeded.emit(self.work(self))
-        except hub.HubError as exc:
-            self.failed.emit(exc)
-        except Exception as exc:  # noqa: BLE001 - any failure becomes a message, never a crash
-            self.failed.emit(hub.explain(exc, ""))
-
-
 def _yes(v) -> str:
     return "yes" if v else "no"
 
@@ -49,8 +31,11 @@ class ModelsPage(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.jobs: set[Job] = set()
+        self.calls: set[worker.Call] = set()  # Hub work in flight, waited for at shutdown
         self.download: hub.Download | None = None
+        self._scanning = False  # a cache scan in flight; `_rescan`: another asked for meanwhile
+        self._rescan = False
+        self._after_scan: list = []
         self.gated_url: str | None = None
 
         self.token = QLabel()
@@ -157,16 +142,25 @@ class ModelsPage(QWidget):
         outer.addWidget(split, 1)
 
     # --- helpers --------------------------------------------------------------------------------------------
-    def _start(self, work, on_ok, on_progress=None) -> Job:
-        job = Job(work, self)
-        job.succeeded.connect(on_ok)
-        job.failed.connect(self._failed)
-        if on_progress:
-            job.progress.connect(on_progress)
-        job.finished.connect(lambda: self.jobs.discard(job))
-        self.jobs.add(job)
-        job.start()
-        return job
+    def _start(self, work, on_ok, on_progress=None, then=None, on_error=None) -> worker.Call:
+        """`work()` (or `work(progress)`) off the GUI thread; `on_ok(result)` or the failure said on
+        the page (`on_error(HubError)`, or the Hub part's own handling), then `then()` either way."""
+        def done(result) -> None:
+            self.calls.discard(call)
+            on_ok(result)
+            if then:
+                then()
+
+        def failed(exc: BaseException) -> None:
+            self.calls.discard(call)
+            # Any failure becomes a message, never a crash.
+            (on_error or self._failed)(exc if isinstance(exc, hub.HubError) else hub.explain(exc, ""))
+            if then:
+                then()
+
+        call = worker.run(work, self, done, failed, on_progress)
+        self.calls.add(call)
+        return call
 
     def _selected(self, view: QTableView, model: TableModel) -> dict | None:
         rows = view.selectionModel().selectedRows()
@@ -198,7 +192,7 @@ class ModelsPage(QWidget):
     def search(self) -> None:
         query = self.search_box.text()
         self.status.setText(f"Searching for “{query}”…")
-        self._start(lambda job: hub.search(query), self._show_results)
+        self._start(lambda: hub.search(query), self._show_results)
 
     def _show_results(self, hits: list) -> None:
         self.results.set_rows([{"repo": h.repo, "downloads": h.downloads or 0, "likes": h.likes or 0,
@@ -215,7 +209,7 @@ class ModelsPage(QWidget):
         repo = self._selected_repo()
         if repo:
             self.status.setText(f"Asking the Hub for the size of {repo}…")
-            self._start(lambda job: hub.remote(repo), self._show_size)
+            self._start(lambda: hub.remote(repo), self._show_size)
 
     def _show_size(self, info: hub.RemoteRepo) -> None:
         for i in range(self.results.rowCount()):
@@ -238,20 +232,22 @@ class ModelsPage(QWidget):
         self.status.setText(f"Downloading the config files of {repo}…" if config_only else f"Downloading {repo}…")
         download = self.download = hub.Download(repo, allow_patterns=hub.CONFIG_PATTERNS if config_only else None)
 
-        def work(job: Job):
-            download.progress = lambda done, total, name: job.progress.emit(
-                int(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS, 0, name)
+        def work(progress):
+            download.progress = lambda done, total, name: progress(
+                int(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS, name)
             return download.run(), download
 
-        job = self._start(work, self._downloaded, self._progress)
-        job.finished.connect(self._download_ended)
+        self._start(work, self._downloaded, self._progress, then=self._download_ended)
 
     def _download_ended(self) -> None:
+        # Settled once the cache list shows what it left (a whole checkpoint, or a partial one).
+        self.refresh_cache(then=self._download_settled)
+
+    def _download_settled(self) -> None:
         self.download = None
         self._set_busy(False)
-        self.refresh_cache()
 
-    def _progress(self, value: int, _unused: int, name: str) -> None:
+    def _progress(self, value: int, name: str) -> None:
         self.bar.setValue(value)
         self.bar.setFormat(f"%p% · {name}")
 
@@ -275,12 +271,38 @@ class ModelsPage(QWidget):
         if self.gated_url:
             QDesktopServices.openUrl(QUrl(self.gated_url))
 
-    def refresh_cache(self) -> None:
+    def refresh_cache(self, then=None) -> None:
+        """Scans the Hugging Face cache off the GUI thread (a large cache is many files to stat);
+        `then()` once the list shows the scan."""
         self.update_token()
-        rows = [{"repo": r.repo, "size": r.size, "files": r.files, "refs": ", ".join(r.refs),
-                 "partial": r.partial or None, "tooltip": str(r.path), "path": r.path, "revisions": r.revisions}
-                for r in hub.cached()]
-        self.cache.set_rows(rows)
+        if then:
+            self._after_scan.append(then)
+        if self._scanning:
+            self._rescan = True  # what changed since the scan began is read by one more
+            return
+        self._scanning = True
+        worker.run(hub.cached, self, self._cache_scanned, self._cache_failed)
+
+    def _cache_scanned(self, repos: list) -> None:
+        self._scanning = False
+        if self._rescan:
+            self._rescan = False
+            self.refresh_cache()
+            return
+        self.cache.set_rows([{"repo": r.repo, "size": r.size, "files": r.files, "refs": ", ".join(r.refs),
+                              "partial": r.partial or None, "tooltip": str(r.path), "path": r.path,
+                              "revisions": r.revisions} for r in repos])
+        self._settle_scan()
+
+    def _cache_failed(self, exc: BaseException) -> None:
+        self._scanning = self._rescan = False
+        self.status.setText(f"Cannot read the Hugging Face cache: {exc}")
+        self._settle_scan()
+
+    def _settle_scan(self) -> None:
+        waiting, self._after_scan = self._after_scan, []
+        for then in waiting:
+            then()
 
     def ask_delete(self, repo: str, size: int) -> bool:
         """Separate so tests can answer."""
@@ -289,14 +311,18 @@ class ModelsPage(QWidget):
 
     def delete_selected(self) -> None:
         row = self._selected(self.cache_view, self.cache)
-        if row is None or not self.ask_delete(row["repo"], row["size"] + (row["partial"] or 0)):
+        if row is None or not self.delete_button.isEnabled() \
+                or not self.ask_delete(row["repo"], row["size"] + (row["partial"] or 0)):
             return
-        try:
-            freed = hub.delete(row["repo"])
-            self.status.setText(f"Deleted {row['repo']} ({hub.human(freed)} freed)")
-        except hub.HubError as exc:
-            self.status.setText(str(exc))
-        self.refresh_cache()
+        repo = row["repo"]
+        self.delete_button.setEnabled(False)  # one delete at a time: a second click finds it gone
+        self.status.setText(f"Deleting {repo}…")
+
+        def deleted(freed: int) -> None:
+            self.status.setText(f"Deleted {repo} ({hub.human(freed)} freed)")
+
+        self._start(lambda: hub.delete(repo), deleted, on_error=lambda exc: self.status.setText(str(exc)),
+                    then=lambda: self.refresh_cache(then=lambda: self.delete_button.setEnabled(True)))
 
     def new_from_pair(self) -> None:
         row = self._selected(self.catalog_view, self.catalog)
@@ -346,8 +372,8 @@ class ModelsPage(QWidget):
         self.new_experiment.emit(doc)
 
     def shutdown(self) -> None:
-        """Stop any download and wait for the workers, so none outlives the page."""
+        """Stop any download and wait for the Hub work in flight, so none outlives the page."""
         self.cancel_download()
-        for job in list(self.jobs):
-            job.wait(30000)
+        for call in list(self.calls):
+            call.wait(30)
 

@@ -50,11 +50,9 @@ class FindingsPanel(QLabel):
             worker.run(check, self, lambda found: self._answer(key, found),
                        lambda exc: self._answer(key, [Finding(WARNING, "preflight", str(exc) or type(exc).__name__)]))
 
-    def wait(self, key: str, check: Check) -> list[Finding]:
-        """The findings for `key`, checked here and now when no answer has come yet."""
-        if self.checked is None or self.checked[0] != key:
-            self._answer(key, check())
-        return self.checked[1]
+    def known(self, key: str) -> list[Finding] | None:
+        """The findings for `key`, or None while they are being checked."""
+        return self.checked[1] if self.checked is not None and self.checked[0] == key else None
 
     def has_errors(self) -> bool:
         return any(f.level == ERROR for f in self.findings)

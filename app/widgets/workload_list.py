@@ -1,0 +1,52 @@
+"""The Experiment page's prompt sets: the built-in families, the benchmark datasets, random words
+and any prompt file a plan names or the user adds, each checked or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QListWidget, QListWidgetItem
+
+from workbench.load import datasets, workloads
+
+
+class WorkloadList(QListWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setToolTip("Prompt sets; each is run at every concurrency")
+        for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
+                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
+                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()] + \
+                [(workloads.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
+            item = QListWidgetItem(label)
+            item.setData(Qt.UserRole, name)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Unchecked)
+            self.addItem(item)
+        self.setMaximumHeight(190)
+
+    def add_file(self, path: str | None = None) -> None:
+        """A prompt file, checked (asked for when not given)."""
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Prompt file", "", "Prompts (*.jsonl *.parquet)")
+        if path:
+            item = QListWidgetItem(Path(path).name)
+            item.setData(Qt.UserRole, path)
+            item.setToolTip(path)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Checked)
+            self.addItem(item)
+
+    def set_names(self, names: list[str]) -> None:
+        """Exactly `names` checked; a name not listed yet is added as a prompt file."""
+        known = {self.item(i).data(Qt.UserRole) for i in range(self.count())}
+        for name in names:
+            if name not in known:
+                self.add_file(name)
+        for i in range(self.count()):
+            item = self.item(i)
+            item.setCheckState(Qt.Checked if item.data(Qt.UserRole) in names else Qt.Unchecked)
+
+    def names(self) -> list[str]:
+        return [self.item(i).data(Qt.UserRole) for i in range(self.count()) if self.item(i).checkState() == Qt.Checked]
