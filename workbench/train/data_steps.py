@@ -1,4 +1,4 @@
-"""The data steps of a training run: prompts (a workload, a file, or written by the target
+"""The data steps of a training run, each an object the `Pipeline` runs: prompts (a workload, a file, or written by the target
 itself), and the target's own responses from a vLLM server."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 from workbench import events
 from workbench.host import engine
-from workbench.train.config import CONCURRENCY, Cancelled, SELF_PROMPTS, TrainError
+from workbench.train.config import CONCURRENCY, SELF_PROMPTS, Cancelled, TrainError
+from workbench.train.context import StepContext
 from workbench.train.records import _cut_to_last_line, _write_jsonl
 
 
@@ -51,64 +52,34 @@ def _served_model(client, base_url: str) -> str:
                          f"(GET /v1/models answered HTTP {r.status_code})") from None
 
 
-class DataSteps:
-    """Steps 1 and 2 of the pipeline (a mixin of `Pipeline`)."""
+class Prompts:
+    """Step 1: the prompts, from a workload or file, or written by the target itself."""
+    name = "prompts"
 
-    def _prompts(self) -> dict:
+    def run(self, p: StepContext) -> dict:
         # Deferred: the load package imports aiohttp, which only reading a workload needs
         from workbench.load import workloads
 
-        if self.config.prompts == SELF_PROMPTS:
-            return self._self_prompts()
+        if p.config.prompts == SELF_PROMPTS:
+            return self._self_written(p)
         try:
-            prompts = workloads.load(self.config.prompts, Path.cwd())
+            prompts = workloads.load(p.config.prompts, Path.cwd())
         except workloads.WorkloadError as exc:
             raise TrainError(str(exc)) from None
         if not prompts:
-            raise TrainError(f"the workload {self.config.prompts!r} has no prompts")
-        chosen = workloads.sample(prompts, self.config.num_prompts, self.config.seed)
+            raise TrainError(f"the workload {p.config.prompts!r} has no prompts")
+        chosen = workloads.sample(prompts, p.config.num_prompts, p.config.seed)
         # Cycling would repeat prompts when more are asked for than exist: keep each once.
         seen, rows = set(), []
-        for p in chosen:
-            if p.text in seen:
+        for prompt in chosen:
+            if prompt.text in seen:
                 continue
-            seen.add(p.text)
-            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": p.text}]})
-        _write_jsonl(self.out / "prompts.jsonl", rows)
-        return {"prompts": len(rows), "source": self.config.prompts}
+            seen.add(prompt.text)
+            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": prompt.text}]})
+        _write_jsonl(p.out / "prompts.jsonl", rows)
+        return {"prompts": len(rows), "source": p.config.prompts}
 
-    def _responses(self) -> dict:
-        rows = [json.loads(line) for line in (self.out / "prompts.jsonl").read_text().splitlines() if line]
-        partial = self.out / "responses.partial.jsonl"
-        have = {r["id"]: r for r in events.read_objects(partial)}
-        todo = [r for r in rows if r["id"] not in have]
-        if todo and partial.exists():
-            _cut_to_last_line(partial)  # so the next appended response starts on a line of its own
-        if todo:
-            base_url, api_key = self._endpoint()
-            self._generate(base_url, api_key, todo, partial, len(have), len(rows))
-        have = {r["id"]: r for r in events.read_objects(partial)}
-        ordered = [have[r["id"]] for r in rows if r["id"] in have]
-        _write_jsonl(self.out / "responses.jsonl", ordered)
-        tokens = sum(sum(r["loss_mask"]) for r in ordered)
-        return {"responses": len(ordered), "completion_tokens": tokens,
-                "tokens": sum(len(r["input_ids"]) for r in ordered)}
-
-    def _endpoint(self) -> tuple[str, str | None]:
-        """The given server, or one started here (once) for the target."""
-        if self.endpoint:
-            return self.endpoint, self.api_key
-        if self._server is None:
-            self._server = self._start_server()
-        return self._server.spec.base_url, self._server.api_key
-
-    def _stop_server(self) -> None:
-        if self._server is not None:
-            server, self._server = self._server, None
-            server.stop()
-            self._server_log.close()
-
-    def _self_prompts(self) -> dict:
+    def _self_written(self, p: StepContext) -> dict:
         """Prompts written by the target itself (the Magpie method): given only its chat template up
         to the start of a user turn, a chat model samples something a user might ask. For a target
         with no representative traffic at hand this gives on-distribution prompts, and it keeps
@@ -118,7 +89,7 @@ class DataSteps:
 
         marker = "\u2063DRAFTBENCH\u2063"
         try:
-            tok = AutoTokenizer.from_pretrained(self.target)
+            tok = AutoTokenizer.from_pretrained(p.target)
             text = tok.apply_chat_template([{"role": "user", "content": marker}], tokenize=False)
         except Exception as exc:  # no tokenizer or no chat template: nothing to sample from
             raise TrainError(f"self-written prompts need the target's chat template: {exc}") from None
@@ -128,19 +99,19 @@ class DataSteps:
             raise TrainError("self-written prompts need a chat template with a user turn")
         # The turn ends with a special token, which vLLM leaves out of the text: stop on its id.
         stop_id = tok.convert_tokens_to_ids(stop) if stop in tok.all_special_tokens else None
-        base_url, api_key = self._endpoint()
-        want = self.config.num_prompts
+        base_url, api_key = p.server_endpoint()
+        want = p.config.num_prompts
         rows: list[dict] = []
         seen: set[str] = set()
         with _client(base_url, api_key) as client:
             model = _served_model(client, base_url)
 
             def one(i: int) -> str:
-                if self.cancel_event.is_set():
+                if p.cancel_event.is_set():
                     return ""
                 # The template already holds any BOS token: vLLM must not add a second one.
                 body = {"model": model, "prompt": prefix, "max_tokens": 96, "temperature": 1.0, "top_p": 0.95,
-                        "stop": [stop], "seed": self.config.seed * 1_000_003 + i, "add_special_tokens": False}
+                        "stop": [stop], "seed": p.config.seed * 1_000_003 + i, "add_special_tokens": False}
                 if stop_id is not None:
                     body["stop_token_ids"] = [stop_id]
                 r = _post(client, base_url, "/v1/completions", body)
@@ -158,45 +129,41 @@ class DataSteps:
                     batch = range(attempt, attempt + min(4 * CONCURRENCY, 4 * want - attempt))
                     attempt = batch.stop
                     for text in pool.map(one, batch):
-                        self._check()
+                        p.check()
                         if len(text) >= 12 and text not in seen and len(rows) < want:
                             seen.add(text)
                             rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": text}]})
-                    self.emit(events.Progress(step="prompts", done=len(rows), total=want))
+                    p.emit(events.Progress(step="prompts", done=len(rows), total=want))
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
         if not rows:
             raise TrainError("the target wrote no usable prompt (is it a chat model?)")
-        _write_jsonl(self.out / "prompts.jsonl", rows)
+        _write_jsonl(p.out / "prompts.jsonl", rows)
         return {"prompts": len(rows), "source": f"written by the target ({attempt} samples)"}
 
-    def _start_server(self):
-        # Deferred: launch and plan pull in httpx, huggingface_hub and aiohttp, which only starting a server needs
-        from workbench import launch, plan
 
-        install = engine.probe(self.vllm_python or sys.executable)
-        if not install.found:
-            raise TrainError(f"no vLLM in {install.python}: install Draftbench with the `cpu` or `gpu` extra")
-        server = plan.Server(target=self.target, served_name="target", method="baseline", n=None, draft=None,
-                             options=(), max_model_len=max(2048, self.config.seq_length), dtype="bfloat16",
-                             extra_args=(), env=(), enforce_eager=True, per_request_metrics=False)
-        log = open(self.out / "server.log", "a", encoding="utf-8", buffering=1)
-        srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()),
-                                 on_line=lambda _stream, line: log.closed or log.write(line + "\n"))
-        self._server_log = log
-        self.emit(events.ServerStarting(command=srv.spec.command))
-        srv.start()
-        try:
-            srv.wait_healthy(600, cancelled=self.cancel_event.is_set)
-        except launch.LaunchError as exc:
-            srv.stop()
-            log.close()
-            if self.cancel_event.is_set():
-                raise Cancelled() from None
-            raise TrainError(str(exc)) from None
-        return srv
+class Responses:
+    """Step 2: the target's own greedy responses, from a vLLM server."""
+    name = "responses"
 
-    def _generate(self, base_url: str, api_key: str | None, todo: list[dict], partial: Path,
+    def run(self, p: StepContext) -> dict:
+        rows = [json.loads(line) for line in (p.out / "prompts.jsonl").read_text().splitlines() if line]
+        partial = p.out / "responses.partial.jsonl"
+        have = {r["id"]: r for r in events.read_objects(partial)}
+        todo = [r for r in rows if r["id"] not in have]
+        if todo and partial.exists():
+            _cut_to_last_line(partial)  # so the next appended response starts on a line of its own
+        if todo:
+            base_url, api_key = p.server_endpoint()
+            self._generate(p, base_url, api_key, todo, partial, len(have), len(rows))
+        have = {r["id"]: r for r in events.read_objects(partial)}
+        ordered = [have[r["id"]] for r in rows if r["id"] in have]
+        _write_jsonl(p.out / "responses.jsonl", ordered)
+        tokens = sum(sum(r["loss_mask"]) for r in ordered)
+        return {"responses": len(ordered), "completion_tokens": tokens,
+                "tokens": sum(len(r["input_ids"]) for r in ordered)}
+
+    def _generate(self, p: StepContext, base_url: str, api_key: str | None, todo: list[dict], partial: Path,
                   done: int, total: int) -> None:
         """Greedy responses by the target itself, with the exact token ids vLLM used (prompt
         tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
@@ -207,9 +174,9 @@ class DataSteps:
             model = _served_model(client, base_url)
 
             def one(row: dict) -> dict:
-                if self.cancel_event.is_set():
+                if p.cancel_event.is_set():
                     return {}
-                body = {"model": model, "messages": row["messages"], "max_tokens": self.config.max_tokens,
+                body = {"model": model, "messages": row["messages"], "max_tokens": p.config.max_tokens,
                         "temperature": 0.0, "return_token_ids": True}
                 r = _post(client, base_url, "/v1/chat/completions", body)
                 if r.status_code != 200:
@@ -239,7 +206,34 @@ class DataSteps:
                         f.write(json.dumps(out) + "\n")
                         f.flush()
                         done += 1
-                        self.emit(events.Progress(step="responses", done=done, total=total))
-                    self._check()
+                        p.emit(events.Progress(step="responses", done=done, total=total))
+                    p.check()
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
+
+
+def start_server(p: StepContext):
+    # Deferred: launch and plan pull in httpx, huggingface_hub and aiohttp, which only starting a server needs
+    from workbench import launch, plan
+
+    install = engine.probe(p.vllm_python or sys.executable)
+    if not install.found:
+        raise TrainError(f"no vLLM in {install.python}: install Draftbench with the `cpu` or `gpu` extra")
+    server = plan.Server(target=p.target, served_name="target", method="baseline", n=None, draft=None,
+                         options=(), max_model_len=max(2048, p.config.seq_length), dtype="bfloat16",
+                         extra_args=(), env=(), enforce_eager=True, per_request_metrics=False)
+    log = open(p.out / "server.log", "a", encoding="utf-8", buffering=1)
+    srv = launch.LocalServer(launch.prepare(server, install, launch.free_port()),
+                             on_line=lambda _stream, line: log.closed or log.write(line + "\n"))
+    p.server_log = log
+    p.emit(events.ServerStarting(command=srv.spec.command))
+    srv.start()
+    try:
+        srv.wait_healthy(600, cancelled=p.cancel_event.is_set)
+    except launch.LaunchError as exc:
+        srv.stop()
+        log.close()
+        if p.cancel_event.is_set():
+            raise Cancelled() from None
+        raise TrainError(str(exc)) from None
+    return srv

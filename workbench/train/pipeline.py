@@ -1,11 +1,12 @@
-"""The training `Pipeline`: a speculator's resumable steps (data from DataSteps, model from
-ModelSteps) run in order in one output folder, with the manifest that records them, cancel, and
-the reuse of another folder's finished data steps."""
+"""The training `Pipeline`: a speculator's resumable steps (step objects: data_steps, model_steps)
+run in order in one output folder, with the services they share (the manifest that records them,
+cancel, the target's server, subprocesses) and the reuse of another folder's finished data steps."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,20 +14,27 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from workbench import events, paths
 from workbench.host import process
 from workbench.train.config import (DATA_FILES, DATA_KEYS, DATA_STEPS, MANIFEST, STEPS, Cancelled, TrainConfig,
                                     TrainError)
-from workbench.train.data_steps import DataSteps
-from workbench.train.model_steps import ModelSteps
-from workbench.train.records import folder_state
+from workbench.train.context import Step
+from workbench.train.data_steps import Prompts, Responses, start_server
+from workbench.train.model_steps import Checkpoint, HiddenStates, Prepare, Register, Train
+from workbench.train.records import _metric_event, folder_state
+from workbench.train.speculators_cpu import EVENT_PREFIX
+
+# The steps in order; each is an object with a name and run(pipeline) -> the info recorded for it.
+STEP_OBJECTS: tuple[Step, ...] = (Prompts(), Responses(), Prepare(), HiddenStates(), Train(), Checkpoint(), Register())
+assert tuple(s.name for s in STEP_OBJECTS) == STEPS
 
 __all__ = ["Pipeline"]
 
 
 @dataclass
-class Pipeline(DataSteps, ModelSteps):
+class Pipeline:
     config: TrainConfig
     emit: events.Emit = lambda e: None
     endpoint: str | None = None      # an already running server for the responses (no start)
@@ -35,7 +43,7 @@ class Pipeline(DataSteps, ModelSteps):
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _proc: subprocess.Popen | None = None
     _server: object | None = None    # the target's vLLM server, started once for prompts and responses
-    _server_log: object | None = None
+    server_log: object | None = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -75,9 +83,24 @@ class Pipeline(DataSteps, ModelSteps):
         if proc is not None and proc.poll() is None:
             process.signal_group(proc.pid, signal.SIGINT)
 
-    def _check(self) -> None:
+    def check(self) -> None:
+        """Raises Cancelled once cancel() was called: steps call it between units of work."""
         if self.cancel_event.is_set():
             raise Cancelled()
+
+    def server_endpoint(self) -> tuple[str, str | None]:
+        """The given server, or one started here (once) for the target."""
+        if self.endpoint:
+            return self.endpoint, self.api_key
+        if self._server is None:
+            self._server = start_server(self)
+        return self._server.spec.base_url, self._server.api_key
+
+    def _stop_server(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            server.stop()
+            self.server_log.close()
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -94,15 +117,16 @@ class Pipeline(DataSteps, ModelSteps):
         if reuse:
             self._reuse(*reuse)
         try:
-            for step in STEPS:
-                self._check()
+            for obj in STEP_OBJECTS:
+                step = obj.name
+                self.check()
                 done = self.manifest()["done"]
                 if step in done and not (step == "train" and self._more_training(done["train"])):
                     self.emit(events.StepSkipped(step=step))
                     continue
                 self.emit(events.StepStarted(step=step))
                 t0 = time.monotonic()
-                info = getattr(self, "_" + step)()
+                info = obj.run(self)
                 info["seconds"] = round(time.monotonic() - t0, 1)
                 self._mark_done(step, info)
                 self.emit(events.StepFinished(step=step, info=info))
@@ -167,3 +191,40 @@ class Pipeline(DataSteps, ModelSteps):
         self.emit(events.Reused(source=str(source.resolve()), steps=steps))
 
     # -- steps ---------------------------------------------------------------------------------
+
+    # -- services the steps share ---------------------------------------------------------------
+    def run_subprocess(self, argv: list[str], step: str, on_metrics: Callable[[dict], None] | None = None) -> None:
+        log = open(self.out / f"{step}.log", "a", encoding="utf-8", buffering=1)
+        metrics = open(self.out / "train-metrics.jsonl", "a", encoding="utf-8", buffering=1) if on_metrics else None
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                          env.get("PYTHONPATH")]))
+        self._proc = process.start(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace", bufsize=1, env=env, stdin=subprocess.DEVNULL, cwd=self.out)
+        tail: list[str] = []
+        try:
+            assert self._proc.stdout
+            for line in self._proc.stdout:
+                if line.startswith(EVENT_PREFIX) and on_metrics:
+                    record = json.loads(line[len(EVENT_PREFIX):])
+                    metrics.write(json.dumps(record) + "\n")
+                    on_metrics(record)
+                    event = _metric_event(record)
+                    if event is not None:
+                        self.emit(event)
+                    continue
+                log.write(line)
+                tail = (tail + [line.rstrip()])[-30:]
+            rc = self._proc.wait()
+        finally:
+            if self._proc.poll() is None:
+                process.stop_group(self._proc, grace_s=0, sig=signal.SIGKILL)
+            self._proc = None
+            log.close()
+            if metrics:
+                metrics.close()
+        if self.cancel_event.is_set():
+            raise Cancelled()
+        if rc != 0:
+            reason = next((t for t in reversed(tail) if re.search(r"Error|error:", t)), tail[-1] if tail else "")
+            raise TrainError(f"{step} failed (exit {rc}): {reason.strip()[:300]} (log: {self.out / (step + '.log')})")
