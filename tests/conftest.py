@@ -21,7 +21,7 @@ os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tm
 from standins.vllm_server import StandinVllm  # noqa: E402
 from workbench import launch, plan, store  # noqa: E402
 from workbench.checkpoints import demo  # noqa: E402
-from workbench.host import engine, vllm_cli  # noqa: E402
+from workbench.host import engine, process, vllm_cli  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,13 +75,31 @@ def _group(module: str) -> str:
     return next((fixture for fixture, modules in SHARED.items() if module in modules), module)
 
 
+# The fast tier's modules whose tests share a costly module fixture run on one worker each, so it
+# is built once: xdist's default hands a module's tests to several workers, and each built it (the
+# what-if sweep and the Ray cluster twice a run). test_what_if's what-if sweep through the stand-in
+# (about 30 s), test_parallel_sweep's serial and two-slot stand-in sweeps (about 28 s),
+# test_cluster's local Ray cluster. Every other test of that tier is handed out alone.
+FAST_SHARED = {"test_what_if", "test_parallel_sweep", "test_cluster"}
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """The vLLM tier's workers get whole groups (above), longest first. Not xdist's `loadgroup`:
-    pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9 no longer
-    reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
-    if _markexpr(config) != "vllm":
+    """The vLLM tier's workers get whole groups (above), longest first; the fast tier's, whole
+    FAST_SHARED modules (first, being the largest units) and single tests otherwise. Not xdist's
+    `loadgroup`: pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9
+    no longer reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
+    markexpr = _markexpr(config)
+    if markexpr not in ("vllm", "not vllm"):
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    if markexpr == "not vllm":
+        class FixtureGroups(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                module = _module(nodeid)
+                return module if module in FAST_SHARED else nodeid
+
+        return FixtureGroups(config, log)
 
     class ServerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -205,7 +223,9 @@ def server_config(target: str, method: str = "baseline", n=None, draft=None, opt
 
 def start_server(config: plan.Server, install: engine.VllmInstall) -> launch.LocalServer:
     srv = launch.LocalServer(launch.prepare(config, install, launch.free_port()))
-    srv.start()
+    # An interrupted or killed test run cannot stop its session's server; the kernel does, so no
+    # orphaned server keeps a core busy under the next run.
+    srv.start(preexec=process.die_with_parent)
     try:
         srv.wait_healthy(300)
     except launch.LaunchError as exc:
