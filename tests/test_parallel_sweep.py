@@ -43,7 +43,8 @@ SLOTS = [Slot(0, (0,), logical=True), Slot(1, (1,), logical=True)]
 VARYING = {"counts", "id", "experiment_id", "started", "finished", "command", "argv", "env", "host", "environment",
            "gpus", "window_s", "output_tok_s", "ttft_mean_ms", "ttft_p50_ms", "ttft_p99_ms", "itl_mean_ms",
            "itl_p50_ms", "itl_p99_ms", "tpot_mean_ms", "e2el_mean_ms", "client_cpu_s", "energy_j",
-           "power_mean_w", "gpu_util_mean", "gpu_mem_peak_mib", "joules_per_token", "log_tail"}
+           "power_mean_w", "gpu_util_mean", "gpu_mem_peak_mib", "joules_per_token", "log_tail", "steady_s",
+           "steady_tok_s"}
 
 
 @pytest.fixture

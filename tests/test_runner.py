@@ -73,6 +73,9 @@ def test_stored_figures_follow_vllms_definitions(sweep_db):
         assert r["command"].startswith("vllm serve ") and r["vllm_version"] == "0.32.0"
         assert r["temperature"] == 0.0
         assert db.execute("SELECT count(*) FROM logs WHERE run_id = ?", [r["id"]]).fetchone()[0] > 0
+        # Steady state (both requests in flight) lies inside the window, at a throughput near its.
+        assert 0 < r["steady_s"] <= r["window_s"]
+        assert 0.5 * r["output_tok_s"] <= r["steady_tok_s"] <= 3 * r["output_tok_s"]
     assert rows["baseline"]["mal"] is None and "--speculative-config" not in rows["baseline"]["command"]
     assert '"method":"ngram"' in rows["ngram"]["command"]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from workbench.analysis.compare import Config
+from workbench.analysis import basis as throughput_basis
+from workbench.analysis.compare import Config, baseline_key
 
 
 def short_model(name: str | None) -> str:
@@ -80,9 +81,29 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
                 "fastest_sure": i == 0 and c.speedup > 1 and note == "fastest",
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
                 "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
-                "run": c.rows[0]["id"],
+                "run": c.rows[0]["id"], "throughput_basis": c.basis,
             })
     return rows
+
+
+def basis_notes(cs: list[Config]) -> list[str]:
+    """Which throughput the speedups rest on and why: one line when every comparison uses the same
+    basis for the same reason, else one per target x workload x concurrency."""
+    groups: dict[tuple, list[Config]] = {}
+    for c in cs:
+        groups.setdefault(baseline_key(c.rows[0]), []).append(c)
+    notes = []
+    for group in groups.values():
+        if {c.method == "baseline" for c in group} != {True, False}:
+            continue  # no speedup without both a baseline and a speculative configuration
+        first = group[0]
+        why = throughput_basis.why([r for c in group for r in c.rows], first.basis)
+        notes.append((f"{short_model(first.target)} · {first.workload} · c={first.concurrency}", why))
+    if not notes:
+        return []
+    if len({why for _, why in notes}) == 1:
+        return [f"throughput: {notes[0][1]}"]
+    return [f"throughput, {where}: {why}" for where, why in sorted(notes)]
 
 
 def _pays(c: Config) -> bool:

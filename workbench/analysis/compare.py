@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from workbench import store
+from workbench.analysis import basis as throughput_basis
 from workbench.metrics import telemetry
 
 # A baseline matches a speculative run when everything but the drafting method is the same.
@@ -95,17 +96,26 @@ def baseline_key(row: dict) -> tuple:
 
 @dataclass
 class Config:
-    """One configuration (everything but the repeat), its runs and their aggregated figures."""
+    """One configuration (everything but the repeat), its runs and their aggregated figures.
+    `tok_s` is on the comparison's `basis` (steady state or the whole window, set by `configs`);
+    `window_tok_s` is always the whole window."""
     rows: list[dict]
     baseline: "Config | None" = None
+    basis: str = throughput_basis.WINDOW
     tok_s: Estimate = field(init=False)
+    window_tok_s: Estimate = field(init=False)
     mal: Estimate = field(init=False)
     acceptance_rate: Estimate = field(init=False)
 
     def __post_init__(self) -> None:
-        self.tok_s = estimate(r["output_tok_s"] for r in self.rows)
+        self.window_tok_s = estimate(r["output_tok_s"] for r in self.rows)
+        self.on_basis(self.basis)
         self.mal = estimate(r["mal"] for r in self.rows)
         self.acceptance_rate = estimate(r["acceptance_rate"] for r in self.rows)
+
+    def on_basis(self, basis: str) -> None:
+        self.basis = basis
+        self.tok_s = estimate(throughput_basis.tok_s(r, basis) for r in self.rows)
 
     def __getattr__(self, name):
         if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
@@ -177,8 +187,14 @@ def configs(rows: list[dict], include_partial: bool = False) -> list[Config]:
             groups.setdefault(config_key(r), []).append(r)
     out = [Config(g) for g in groups.values()]
     by_key = baselines(out)
+    compared: dict[tuple, list[Config]] = {}
     for c in out:
         c.baseline = by_key.get(baseline_key(c.rows[0]))
+        compared.setdefault(baseline_key(c.rows[0]), []).append(c)
+    for group in compared.values():
+        chosen = throughput_basis.choose([r for c in group for r in c.rows])
+        for c in group:
+            c.on_basis(chosen)
     return out
 
 
@@ -191,9 +207,10 @@ def run_speedup(row: dict, by_key: dict[tuple, Config]) -> float | None:
     """One run's output tok/s over its matching baseline's mean: the denominator of its
     configuration's speedup, so a run and its configuration agree."""
     base = by_key.get(baseline_key(row))
-    if base is None or not base.tok_s.mean or not row.get("output_tok_s"):
+    mine = throughput_basis.tok_s(row, base.basis) if base is not None else None
+    if base is None or not base.tok_s.mean or not mine:
         return None
-    return row["output_tok_s"] / base.tok_s.mean
+    return mine / base.tok_s.mean
 
 
 def _fmt(v, spec):
@@ -223,6 +240,7 @@ def _figures(c: Config) -> dict:
         "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
         "repeats": c.tok_s.n, "what_if": c.what_if,
         "imposed_source": (c.imposed or {}).get("source"),
+        "throughput_basis": c.basis, "window_tok_s": c.window_tok_s.mean,
     }
 
 

@@ -9,6 +9,7 @@ import json
 from workbench import store
 from workbench.host import provenance
 from workbench.analysis import compare
+from workbench.metrics import steady_state
 
 
 def _f(value, fmt: str) -> str:
@@ -31,8 +32,28 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
             "what_if": compare.marker(r),
+            "steady": _steady_cell(r),
         })
     return table
+
+
+def _steady_cell(r: dict) -> str:
+    """Steady-state tok/s and its length, compactly: `45.6/12s`; `-` where the load never held."""
+    if r.get("steady_s") is None:
+        return ""
+    if not r.get("steady_tok_s"):
+        return "-"
+    return f"{r['steady_tok_s']:.1f}/{r['steady_s']:.0f}s"
+
+
+def _steady(r: dict) -> str:
+    if r.get("steady_s") is None:
+        return "not recorded"
+    share = f"≥ {steady_state.STEADY_SHARE:.0%} of concurrency {r['concurrency']}"
+    if not r.get("steady_tok_s"):
+        return f"none: in-flight requests never held {share}"
+    short = "" if steady_state.usable(r) else f" (under {steady_state.MIN_STEADY_S:.0f} s: comparisons use the whole window)"
+    return f"{r['steady_tok_s']:.1f} tok/s over {r['steady_s']:.2f} s at {share}{short}"
 
 
 def _client_cost(r: dict) -> str:
@@ -72,7 +93,8 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("max tokens", str(r["max_tokens"])), ("requests ok/failed", _requests(db, r)),
         ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)),
         ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
-        ("output tok/s", _f(r["output_tok_s"], ".1f")), ("speedup vs baseline", _f(s, ".2f")),
+        ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
+        ("speedup vs baseline", _f(s, ".2f")),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),
         ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),

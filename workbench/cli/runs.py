@@ -49,7 +49,7 @@ def runs(args) -> int:
 def show(args) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import analysis, store
-    from workbench.analysis import compare
+    from workbench.analysis import answer, compare
 
     db = open_db(args.db, readonly=True)
     if args.run is not None:
@@ -74,6 +74,11 @@ def show(args) -> int:
             "speedup", "per_position"]
     if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
+    # Each only where some run has one, so a database that recorded none keeps its width.
+    for head, key in (("steady tok/s", "steady"),):
+        if any(r[key] for r in rows):
+            header.insert(-1, head)
+            keys.insert(-1, key)
     if any(r["what_if"] for r in rows):  # only where some run's acceptance was imposed
         header.append("what-if")
         keys.append("what_if")
@@ -84,6 +89,11 @@ def show(args) -> int:
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
+    notes = answer.basis_notes(cs)
+    if notes:
+        print()
+        for line in notes:
+            print(f"  {line}")
     print_what_if(cs)
     partial = [r for r in stored if r["status"] == "partial"]
     if partial:

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -168,7 +168,21 @@ def _v11(db: sqlite_utils.Database) -> None:
         db["runs"].add_column("app_cpu_s", float)
 
 
-MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11}
+def _v12(db: sqlite_utils.Database) -> None:
+    # What a reviewer needs before trusting a run's figures. Steady state: the longest stretch of
+    # the window with at least 90 % of the concurrency in flight, its length and output tok/s,
+    # beside the whole window that `vllm bench serve` reports (steady_s 0: the load never got
+    # there). The prefix cache's queries and hits over the window, since a method that loses
+    # cache hits pays for prefill its baseline skipped. The acceptance alarms raised on the
+    # window's counters (a JSON list; NULL where the run was stored before they were checked).
+    for column, kind in (("steady_s", float), ("steady_tok_s", float), ("prefix_cache_queries", float),
+                         ("prefix_cache_hits", float), ("prefix_cache_hit_rate", float), ("alarms", str)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+
+
+MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11,
+              12: _v12}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -15,10 +15,10 @@ import httpx
 
 from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
-from workbench.metrics import telemetry
+from workbench.metrics import steady_state, telemetry
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
-from workbench.sweep.window import per_request_window, summarize
+from workbench.sweep.window import per_request_window, spans, summarize
 
 WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
 # Above this many cores on average, the client's own work may slow the requests it times.
@@ -116,8 +116,10 @@ class Measurement:
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
             raise RunFailed(f"every request failed: {failed[0].error}")
-        summary = summarize(results, metrics.window(before, after), wall)
+        win = metrics.window(before, after)
+        summary = summarize(results, win, wall)
         summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
+        summary.update(steady_state.figures(spans(results), r.concurrency, wall))
         if failed:
             summary["partial_error"] = (f"{len(failed)} of {len(results)} requests failed; the first: "
                                         f"{failed[0].error}")

@@ -13,6 +13,7 @@ import json
 import statistics
 
 from workbench import load, metrics
+from workbench.metrics import steady_state
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -49,6 +50,18 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
         "e2el_mean_ms": statistics.fmean([r.latency_ms for r in ok]) if ok else None,
         "spec_request_mal": statistics.fmean(spec_mals) if spec_mals else None,
     }
+
+
+def spans(results: list[load.RequestResult]) -> list[steady_state.Span]:
+    """Each timed request as steady state reads it: in flight from sent to last byte, its output
+    tokens (a failed request's count none) from its first token on."""
+    out = []
+    for r in results:
+        if r.latency_ms is None:
+            continue
+        first = r.start + (r.ttft_ms or 0.0) / 1000
+        out.append(steady_state.Span(r.start, first, r.start + r.latency_ms / 1000, r.output_tokens if r.ok else 0))
+    return out
 
 
 def model_runner(lines: list[str]) -> dict:
