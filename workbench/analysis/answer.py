@@ -82,6 +82,7 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
                 "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
                 "run": c.rows[0]["id"], "throughput_basis": c.basis,
+                "prefix_cache_hit_rate": c.prefix_cache_hit_rate, "cache_warning": c.cache_warning,
             })
     return rows
 
@@ -104,6 +105,11 @@ def basis_notes(cs: list[Config]) -> list[str]:
     if len({why for _, why in notes}) == 1:
         return [f"throughput: {notes[0][1]}"]
     return [f"throughput, {where}: {why}" for where, why in sorted(notes)]
+
+
+def cache_warnings(cs: list[Config]) -> list[str]:
+    """The speedups that compare prefix caches as well as drafters (compare.Config.cache_warning)."""
+    return [c.cache_warning for c in cs if c.cache_warning]
 
 
 def _pays(c: Config) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from workbench import store
 from workbench.analysis import basis as throughput_basis
+from workbench.analysis import prefix_cache
 from workbench.metrics import telemetry
 
 # A baseline matches a speculative run when everything but the drafting method is the same.
@@ -116,6 +117,18 @@ class Config:
     def on_basis(self, basis: str) -> None:
         self.basis = basis
         self.tok_s = estimate(throughput_basis.tok_s(r, basis) for r in self.rows)
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        return prefix_cache.hit_rate(self.rows)
+
+    @property
+    def cache_warning(self) -> str | None:
+        """Said where this configuration's prefix-cache hit rate and its baseline's differ by more
+        than prefix_cache.GAP_POINTS."""
+        if self.baseline is None or self.method == "baseline":
+            return None
+        return prefix_cache.warning(self.label, self.prefix_cache_hit_rate, self.baseline.prefix_cache_hit_rate)
 
     def __getattr__(self, name):
         if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
@@ -241,6 +254,9 @@ def _figures(c: Config) -> dict:
         "repeats": c.tok_s.n, "what_if": c.what_if,
         "imposed_source": (c.imposed or {}).get("source"),
         "throughput_basis": c.basis, "window_tok_s": c.window_tok_s.mean,
+        "prefix_cache_hit_rate": c.prefix_cache_hit_rate,
+        "baseline_prefix_cache_hit_rate": c.baseline.prefix_cache_hit_rate if c.baseline else None,
+        "cache_warning": c.cache_warning,
     }
 
 

@@ -32,9 +32,13 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
             "what_if": compare.marker(r),
-            "steady": _steady_cell(r),
+            "steady": _steady_cell(r), "cache_hit": _f(_pct(r.get("prefix_cache_hit_rate")), ".0f"),
         })
     return table
+
+
+def _pct(share: float | None) -> float | None:
+    return None if share is None else 100 * share
 
 
 def _steady_cell(r: dict) -> str:
@@ -54,6 +58,13 @@ def _steady(r: dict) -> str:
         return f"none: in-flight requests never held {share}"
     short = "" if steady_state.usable(r) else f" (under {steady_state.MIN_STEADY_S:.0f} s: comparisons use the whole window)"
     return f"{r['steady_tok_s']:.1f} tok/s over {r['steady_s']:.2f} s at {share}{short}"
+
+
+def _prefix_cache(r: dict) -> str:
+    rate, hits, queries = r.get("prefix_cache_hit_rate"), r.get("prefix_cache_hits"), r.get("prefix_cache_queries")
+    if rate is None:
+        return "not recorded" if queries is None else "no prompt tokens looked up"
+    return f"{100 * rate:.1f} % ({hits:.0f} of {queries:.0f} prompt tokens found cached)"
 
 
 def _client_cost(r: dict) -> str:
@@ -94,7 +105,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)),
         ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
-        ("speedup vs baseline", _f(s, ".2f")),
+        ("speedup vs baseline", _f(s, ".2f")), ("prefix cache hit rate", _prefix_cache(r)),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),
         ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),

@@ -19,9 +19,13 @@ ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 GENERATION_TOKENS = "vllm:generation_tokens"
 PROMPT_TOKENS = "vllm:prompt_tokens"
 REQUEST_SUCCESS = "vllm:request_success"
+# Prompt tokens looked up in the prefix cache, and those found there.
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
 COUNTERS = {
     DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted",
     GENERATION_TOKENS: "generation_tokens", PROMPT_TOKENS: "prompt_tokens", REQUEST_SUCCESS: "requests_finished",
+    PREFIX_CACHE_QUERIES: "prefix_cache_queries", PREFIX_CACHE_HITS: "prefix_cache_hits",
 }
 GAUGES = {
     "vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
@@ -80,6 +84,14 @@ class Window:
     generation_tokens: float
     prompt_tokens: float
     requests_finished: float
+    prefix_cache_queries: float = 0.0
+    prefix_cache_hits: float = 0.0
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """The share of prompt tokens looked up that the prefix cache held (None: none looked up,
+        or a vLLM without the counters)."""
+        return self.prefix_cache_hits / self.prefix_cache_queries if self.prefix_cache_queries else None
 
     @property
     def mean_acceptance_length(self) -> float | None:
@@ -124,4 +136,5 @@ def window(before: Snapshot, after: Snapshot) -> Window:
         drafts=delta("drafts"), draft_tokens=delta("draft_tokens"), accepted=delta("accepted"),
         accepted_per_position=per_pos, generation_tokens=delta("generation_tokens"),
         prompt_tokens=delta("prompt_tokens"), requests_finished=delta("requests_finished"),
+        prefix_cache_queries=delta("prefix_cache_queries"), prefix_cache_hits=delta("prefix_cache_hits"),
     )

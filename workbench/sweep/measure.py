@@ -18,7 +18,7 @@ from workbench.load import pool, workloads
 from workbench.metrics import steady_state, telemetry
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
-from workbench.sweep.window import per_request_window, spans, summarize
+from workbench.sweep.window import per_request_window, prefix_cache, spans, summarize
 
 WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
 # Above this many cores on average, the client's own work may slow the requests it times.
@@ -120,6 +120,7 @@ class Measurement:
         summary = summarize(results, win, wall)
         summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
         summary.update(steady_state.figures(spans(results), r.concurrency, wall))
+        summary.update(prefix_cache(win))
         if failed:
             summary["partial_error"] = (f"{len(failed)} of {len(results)} requests failed; the first: "
                                         f"{failed[0].error}")

@@ -64,6 +64,12 @@ def spans(results: list[load.RequestResult]) -> list[steady_state.Span]:
     return out
 
 
+def prefix_cache(win: metrics.Window) -> dict:
+    """The prefix cache over the window: prompt tokens looked up, found, and the share found."""
+    return {"prefix_cache_queries": win.prefix_cache_queries, "prefix_cache_hits": win.prefix_cache_hits,
+            "prefix_cache_hit_rate": win.prefix_cache_hit_rate}
+
+
 def model_runner(lines: list[str]) -> dict:
     """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
     the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
