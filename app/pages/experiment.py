@@ -381,8 +381,9 @@ class ExperimentPage(QWidget):
         pending, self._pending_run = self._pending_run, None
         if not self.running:
             self.run_button.setText("Run sweep")
-        if pending is not None and self.current is not None and not self.running \
-                and pending[0] == self._check_key(self.text()):
+        doc = self.document_or_none() if pending is not None else None  # an edit may have broken it since
+        if doc is not None and self.current is not None and not self.running \
+                and pending[0] == self._check_key(tomli_w.dumps(doc)):
             found = self.status.known(pending[0])
             if found is None:
                 self._pending_run = pending  # the answer was for another plan: this one's is coming
