@@ -26,6 +26,7 @@ EXAMPLES: dict[Kind, events.Event] = {
     Kind.RUN_STARTED: events.RunStarted(run=7, label="ngram N=2 · builtin · c=2 · #1", index=1, total=6),
     Kind.RUN_FINISHED: events.RunFinished(run=7, label="baseline", output_tok_s=88.5, mal=None, acceptance_rate=None),
     Kind.RUN_FAILED: events.RunFailed(run=8, error="vLLM server died during the run: exit code -9"),
+    Kind.ALARM: events.Alarm(run=7, kind="collapsed", message="acceptance collapsed: every draft rejected"),
     Kind.PROGRESS: events.Progress(run=7, done=3, total=6, t=1.25, output_tok_s=90.0, mal=2.1),
     Kind.ADAPTIVE_STARTED: events.AdaptiveStarted(contexts=1, probes={"ngram · builtin · c=1": [5, 1]}),
     Kind.PREDICTION: events.Prediction(context="ngram · builtin · c=1", best_n=3, uncertain=True, runner_up=2,

@@ -77,6 +77,7 @@ def test_stored_figures_follow_vllms_definitions(sweep_db):
         assert 0 < r["steady_s"] <= r["window_s"]
         assert 0.5 * r["output_tok_s"] <= r["steady_tok_s"] <= 3 * r["output_tok_s"]
         assert r["prefix_cache_queries"] > 0 and 0 <= r["prefix_cache_hit_rate"] <= 1
+        assert "collapsed" not in [a["kind"] for a in json.loads(r["alarms"])]
     assert rows["baseline"]["mal"] is None and "--speculative-config" not in rows["baseline"]["command"]
     assert '"method":"ngram"' in rows["ngram"]["command"]
 

@@ -26,6 +26,7 @@ class Kind(enum.StrEnum):
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
     RUN_FAILED = "run_failed"
+    ALARM = "alarm"
     PROGRESS = "progress"
     ADAPTIVE_STARTED = "adaptive_started"
     PREDICTION = "prediction"
@@ -145,6 +146,16 @@ class RunFailed(Event):
     KIND = Kind.RUN_FAILED
     run: int
     error: str
+
+
+@_record
+class Alarm(Event):
+    """Something in a finished run's counters that says its MAL should not be trusted as it stands
+    (workbench.analysis.alarms: `kind` is collapsed, mal_drop or overcount); sent before its RunFinished."""
+    KIND = Kind.ALARM
+    run: int
+    kind: str
+    message: str
 
 
 @_record

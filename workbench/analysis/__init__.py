@@ -3,6 +3,6 @@ are the Compare page's (workbench.analysis.compare): a run over its matching bas
 The code lives in the modules beside this file; this file only re-exports what other code imports from the
 package."""
 
-from workbench.analysis.run_text import run_summary, run_table
+from workbench.analysis.run_text import alarm_kinds, run_summary, run_table
 
-__all__ = ["run_summary", "run_table"]
+__all__ = ["alarm_kinds", "run_summary", "run_table"]

@@ -8,7 +8,7 @@ import json
 
 from workbench import store
 from workbench.host import provenance
-from workbench.analysis import compare
+from workbench.analysis import alarms, compare
 from workbench.metrics import steady_state
 
 
@@ -33,8 +33,16 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
             "what_if": compare.marker(r),
             "steady": _steady_cell(r), "cache_hit": _f(_pct(r.get("prefix_cache_hit_rate")), ".0f"),
+            "alarms": alarm_kinds(db, r),
         })
     return table
+
+
+def alarm_kinds(db: store.Database, r: dict) -> str:
+    """A finished run's alarms by kind, comma-separated ("" for none)."""
+    if r["status"] not in ("completed", "partial"):
+        return ""
+    return ", ".join(a.kind for a in alarms.of_row(r, store.counter_samples(db, r["id"])))
 
 
 def _pct(share: float | None) -> float | None:
@@ -65,6 +73,14 @@ def _prefix_cache(r: dict) -> str:
     if rate is None:
         return "not recorded" if queries is None else "no prompt tokens looked up"
     return f"{100 * rate:.1f} % ({hits:.0f} of {queries:.0f} prompt tokens found cached)"
+
+
+def _alarms(db: store.Database, r: dict) -> list[tuple[str, str]]:
+    if r["status"] not in ("completed", "partial"):
+        return []
+    found = alarms.of_row(r, store.counter_samples(db, r["id"]))
+    late = "" if r.get("alarms") is not None else " (from its stored figures)"
+    return [("alarm" + late, a.message) for a in found] or [("alarms", "none")]
 
 
 def _client_cost(r: dict) -> str:
@@ -107,7 +123,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
         ("speedup vs baseline", _f(s, ".2f")), ("prefix cache hit rate", _prefix_cache(r)),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
-        ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"),
+        ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"), *_alarms(db, r),
         ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),
         ("TTFT mean/p99 (ms)", f"{_f(r['ttft_mean_ms'], '.1f')} / {_f(r['ttft_p99_ms'], '.1f')}"),
         ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),

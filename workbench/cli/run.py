@@ -84,9 +84,9 @@ def run(args) -> int:
 
 
 def _with_adaptive_lines(write: events.Emit) -> events.Emit:
-    """Every event goes to `write`; an adaptive sweep's decisions are also said in words on
-    stderr, where a person running the sweep looks (prefixed `adaptive:`, not `draftbench:`,
-    which the app reads as an error)."""
+    """Every event goes to `write`; an adaptive sweep's decisions and a run's acceptance alarms
+    are also said in words on stderr, where a person running the sweep looks (prefixed
+    `adaptive:` and `alarm:`, not `draftbench:`, which the app reads as an error)."""
 
     def emit(event: events.Event) -> None:
         write(event)
@@ -97,6 +97,8 @@ def _with_adaptive_lines(write: events.Emit) -> events.Emit:
             print(f"adaptive: {event.summary()}", file=sys.stderr)
         elif isinstance(event, events.Recommendation):
             print(f"adaptive: {event.message}", file=sys.stderr)
+        elif isinstance(event, events.Alarm):
+            print(f"alarm: run {event.run}: {event.message}", file=sys.stderr)
 
     return emit
 

@@ -26,7 +26,7 @@ def register(sub) -> None:
 def runs(args) -> int:
     db = open_db(args.db, readonly=True)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench import store
+    from workbench import analysis, store
     from workbench.analysis import compare
 
     rows = store.runs(db)
@@ -42,6 +42,11 @@ def runs(args) -> int:
         header.append("what-if")
         for line, row in zip(cells, rows):
             line.append(compare.marker(row))
+    raised = [analysis.alarm_kinds(db, r) for r in rows]
+    if any(raised):  # only where some run raised one
+        header.append("alarms")
+        for line, kinds in zip(cells, raised):
+            line.append(kinds)
     print(table(header, cells))
     return 0
 
@@ -75,7 +80,7 @@ def show(args) -> int:
     if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
     # Each only where some run has one, so a database that recorded none keeps its width.
-    for head, key in (("steady tok/s", "steady"), ("cache %", "cache_hit")):
+    for head, key in (("steady tok/s", "steady"), ("cache %", "cache_hit"), ("alarms", "alarms")):
         if any(r[key] for r in rows):
             header.insert(-1, head)
             keys.insert(-1, key)

@@ -155,6 +155,15 @@ def gpu_means(db: Database, run_id: int, t0: float, t1: float) -> list[tuple]:
         "AND device = 'gpu' AND t BETWEEN ? AND ? GROUP BY physical ORDER BY physical", [run_id, t0, t1]).fetchall()
 
 
+def counter_samples(db: Database, run_id: int) -> list[tuple[float, float, float]]:
+    """A run's scrapes as (seconds into its window, drafts, accepted), cumulative from the window's
+    start, in the order they were taken."""
+    if not _has(db, "samples"):
+        return []
+    return [tuple(row) for row in db.execute("SELECT t, drafts, accepted FROM samples WHERE run_id = ? ORDER BY id",
+                                             [run_id])]
+
+
 def spec_requests(db: Database, run_ids: list[int]) -> list[tuple]:
     """The successful requests of these runs that drafted: (method, n, concurrency, category,
     prompt tokens, drafting steps, accepted tokens, drafted tokens)."""

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from workbench import events, launch
+from workbench.analysis import alarms
 from workbench.host import engine, process
 from workbench.host.slots import Slot
 from workbench.launch import provenance
@@ -251,6 +252,8 @@ class ServerJob(Measurement):
             self.emit(events.RunFailed(run=run_id, error=f"partial: {partial}"))
         else:
             self.record.run_completed(run_id, summary)
+        for alarm in alarms.decode(summary.get("alarms")):
+            self.emit(events.Alarm(run=run_id, kind=alarm["kind"], message=alarm["message"]))
         self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary["output_tok_s"],
                                      mal=summary["mal"], acceptance_rate=summary["acceptance_rate"]))
         return True

@@ -15,6 +15,7 @@ import httpx
 
 from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
+from workbench.analysis import alarms
 from workbench.metrics import steady_state, telemetry
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
@@ -73,7 +74,7 @@ class Measurement:
                 raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             t_wall0 = time.time()
-            state = {"done": 0, "out": 0, "last": before, "rows": []}
+            state = {"done": 0, "out": 0, "last": before, "rows": [], "counts": []}
 
             def on_result(res: load.RequestResult) -> None:
                 # Called on the pool's thread; list appends and the swap in _sample are atomic.
@@ -127,8 +128,14 @@ class Measurement:
         found = window_warnings(outcome.client_cpu_s, app_cpu_s, wall)
         if found:
             summary["warnings"] = json.dumps(self.warnings.get(run_id, []) + found)
-        if srv.spec.kind == "attach":
-            summary.update(per_request_window(results))
+        own = per_request_window(results) if srv.spec.kind == "attach" else {}
+        summary.update(own)
+        # Where vLLM's per-request figures replaced the counters (other clients' traffic is in
+        # them), the generation counter cannot be set against them.
+        raised = alarms.check(r.server.method, summary["drafts"], summary["accepted"],
+                              None if own else win.generation_tokens, win.requests_finished, state["counts"],
+                              imposed=r.server.what_if)
+        summary["alarms"] = alarms.encode(raised)
         self._flush_telemetry()
         rows = [x for x in self.readings.get(run_id, []) if t_wall0 - 1.0 <= x["t"] <= t_wall1 + 1.0]
         figures = telemetry.energy(rows, t_wall0, t_wall1)
@@ -156,6 +163,7 @@ class Measurement:
         per_position = w.per_position or [None] * len(w.accepted_per_position)
         positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
                       "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
+        state["counts"].append((t, w.drafts, w.accepted))
         rows, state["rows"] = state["rows"], []
         self._flush_logs()
         self._flush_telemetry()
