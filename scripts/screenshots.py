@@ -81,7 +81,8 @@ def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare")
 
     w = MainWindow(db)
     w.show()
-    wait(app, lambda: w.isVisible(), 10)
+    # An existing database is opened (and checked) off the GUI thread: Compare fills once it is.
+    wait(app, lambda: w.isVisible() and w.opening is None, 60)
     compare_at_both_sizes(app, w, stem)
     if stem == "screenshot-compare":
         report_shot(w.compare.rows, db, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
@@ -95,7 +96,7 @@ def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
 
     w = MainWindow(db)
     w.show()
-    wait(app, lambda: w.isVisible(), 10)
+    wait(app, lambda: w.isVisible() and w.opening is None, 60)
     rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r["status"] == "completed"]
     w.compare.set_runs(rows, db)
     w.tabs.setCurrentWidget(w.compare)
