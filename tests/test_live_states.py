@@ -89,3 +89,20 @@ def test_no_default_plan_lists_a_method_the_default_environment_lacks():
     for name in ("demo.toml", "demo-quick.toml"):
         p = plan.load(ROOT / "resources" / "plans" / name)
         assert not [r for r in p.runs if methods.get(r.server.method).needs_package], name
+
+
+def test_acceptance_alarms_are_said_as_they_come_and_cleared_by_the_next_sweep(live, demo_db):
+    live.follow(demo_db)
+    live.on_event(events.SweepStarted(experiment=1, db=str(demo_db), runs=10, pending=10))
+    assert not live.alarms.isVisibleTo(live)
+    live.on_event(events.Alarm(run=4, kind="collapsed", message="acceptance collapsed: MAL 1.01"))
+    live.on_event(events.Alarm(run=6, kind="overcount", message="MAL over-counted by 3.1 % <EOS>"))
+    assert live.alarms.isVisibleTo(live)
+    text = live.alarms.text()
+    assert "run 4: acceptance collapsed" in text and "run 6: MAL over-counted by 3.1 % &lt;EOS&gt;" in text
+    for run in range(7, 10):
+        live.on_event(events.Alarm(run=run, kind="mal_drop", message="MAL fell"))
+    assert "run 4" not in live.alarms.text() and "(and 2 earlier)" in live.alarms.text()
+    assert "run 4: acceptance collapsed" in live.alarms.toolTip()
+    live.on_event(events.SweepStarted(experiment=2, db=str(demo_db), runs=2, pending=2))
+    assert not live.alarms.isVisibleTo(live) and live.alarm_lines == []

@@ -58,6 +58,15 @@ class LivePage(LiveCharts, QWidget):
         self.warned.setWordWrap(True)
         self.warned.setStyleSheet("color: #9a6700")
         self.warned.setVisible(False)
+        # The sweep's acceptance alarms as they come (a collapsed MAL, a mid-run drop, an EOS
+        # over-count): a run whose MAL should not be trusted as it stands, said where it is watched.
+        self.alarms = QLabel("")
+        self.alarms.setWordWrap(True)
+        self.alarms.setStyleSheet("color: #b00020")
+        self.alarms.setToolTip("Acceptance alarms of this sweep's finished runs (stored with each run; "
+                               "`draftbench show RUN` lists them)")
+        self.alarms.setVisible(False)
+        self.alarm_lines: list[str] = []
         self.no_gpu = QLabel(NO_GPU)
         self.no_gpu.setVisible(False)
         self.progress = QProgressBar()
@@ -107,6 +116,7 @@ class LivePage(LiveCharts, QWidget):
         layout.addWidget(self.title)
         layout.addWidget(self.flag)
         layout.addWidget(self.warned)
+        layout.addWidget(self.alarms)
         layout.addLayout(top)
         layout.addWidget(self.no_gpu)
         layout.addWidget(self.adaptive)
@@ -249,6 +259,7 @@ class LivePage(LiveCharts, QWidget):
             self.progress.setValue(self.sweep_done)
             self.stop_button.setEnabled(True)
             self._show_adaptive({})
+            self._show_alarms([])
         elif isinstance(event, events.ServerStarting):
             self.starting = (f"starting server {event.index} of {event.servers}…" if event.index and event.servers
                              else "starting vLLM…")
@@ -268,6 +279,8 @@ class LivePage(LiveCharts, QWidget):
         elif isinstance(event, events.SweepFinished):
             self.stop_button.setEnabled(False)
             self.eta.setText("cancelled" if event.cancelled else "sweep finished")
+        elif isinstance(event, events.Alarm):
+            self._show_alarms(self.alarm_lines + [f"run {event.run}: {event.message}"])
         elif isinstance(event, events.AdaptiveStarted):
             self._show_adaptive({label: f"{label}: measuring N = {', '.join(map(str, ns))} first"
                                  for label, ns in event.probes.items()})
@@ -291,6 +304,14 @@ class LivePage(LiveCharts, QWidget):
         self.adaptive_lines = lines
         self.adaptive.setText("<b>Adaptive N</b><br>" + "<br>".join(html.escape(v) for v in lines.values()))
         self.adaptive.setVisible(bool(lines))
+
+    def _show_alarms(self, lines: list[str]) -> None:
+        self.alarm_lines = lines
+        latest = lines[-3:]  # the newest few; the tooltip and History keep every one
+        more = f" (and {len(lines) - len(latest)} earlier)" if len(lines) > len(latest) else ""
+        self.alarms.setText("<b>Alarm</b> " + "<br>".join(html.escape(x) for x in latest) + more if lines else "")
+        self.alarms.setToolTip("\n".join(lines) or self.alarms.toolTip())
+        self.alarms.setVisible(bool(lines))
 
     def _update_eta(self) -> None:
         # Server starts, not runs, take most of a sweep: the clock times the two apart.
