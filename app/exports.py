@@ -177,7 +177,7 @@ def write_report(rows: list[dict], path: Path, title: str, db_path: str | Path |
     table, crossings = the_answer(rows, cs)
     path.write_text(report.render(report.Report(
         title=title, conditions=caption, answer=table, crossovers=crossings, speedups=compare.speedup_table(cs),
-        why_none_pays=answer.none_pays(table),
+        why_none_pays=answer.none_pays(table), trust=answer.trust_notes(cs),
         charts=figures, not_drawn=missing, runs=sorted(rows, key=lambda r: r["id"]),
         what_if=data["what_if"], what_if_sentences=breakeven.sentences(cs),
         what_if_source=breakeven.source_text(data["what_if"]), what_if_charts=what_if_figures)), encoding="utf-8")

@@ -226,6 +226,10 @@ class ComparePage(QWidget):
         why = answer.none_pays(table)
         if why:
             text = "<br>".join(filter(None, [text, *(html.escape(line) for line in why)]))
+        trust = answer.trust_notes(cs) if table else []
+        if trust:
+            text = "<br>".join(filter(None, [text, "<b>Before trusting these figures</b>: "
+                                             + "; ".join(html.escape(line) for line in trust)]))
         if not table and self.data.get("what_if"):
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)

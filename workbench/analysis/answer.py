@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from workbench.analysis import alarms
 from workbench.analysis import basis as throughput_basis
 from workbench.analysis.compare import Config, baseline_key
 
@@ -110,6 +111,25 @@ def basis_notes(cs: list[Config]) -> list[str]:
 def cache_warnings(cs: list[Config]) -> list[str]:
     """The speedups that compare prefix caches as well as drafters (compare.Config.cache_warning)."""
     return [c.cache_warning for c in cs if c.cache_warning]
+
+
+def run_alarms(cs: list[Config]) -> list[str]:
+    """The acceptance alarms of the runs behind these configurations, one line each: those stored
+    with each run, or, for a run stored before alarms were, those its stored figures raise (all
+    but the mid-run drop, which needs its samples: `draftbench show RUN` checks that too)."""
+    out = []
+    for c in cs:
+        for r in c.rows:
+            found = alarms.of_row(r, []) if r.get("alarms") is None else [alarms.Alarm(**a) for a in alarms.decode(r["alarms"])]
+            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in found)
+    return out
+
+
+def trust_notes(cs: list[Config]) -> list[str]:
+    """What a reader must know before trusting the measured speedups: the throughput they rest on,
+    prefix caches that differ between the runs compared, and acceptance alarms."""
+    measured = [c for c in cs if not c.what_if]
+    return basis_notes(measured) + cache_warnings(measured) + run_alarms(measured)
 
 
 def _pays(c: Config) -> bool:

@@ -44,6 +44,7 @@ class Report:
     crossovers: list[dict]       # workbench.analysis.answer.crossovers
     speedups: list[dict]         # workbench.analysis.compare.speedup_table
     why_none_pays: list[str] = field(default_factory=list)            # workbench.analysis.answer.none_pays
+    trust: list[str] = field(default_factory=list)                    # workbench.analysis.answer.trust_notes
     charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
     not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
     runs: list[dict] = field(default_factory=list)
@@ -87,6 +88,13 @@ def serve_html(rows: list[dict], why_none_pays: list[str] = ()) -> str:
         return "<p>No configuration beat the baseline: serve the target without speculation.</p>" + why
     return "".join(f"<p>Fastest for {_e(', '.join(at))}:</p><pre><code>{_e(command)}</code></pre>"
                    for command, at in where.items())
+
+
+def trust_html(lines: list[str]) -> str:
+    """Which throughput the speedups rest on, differing prefix caches and acceptance alarms."""
+    if not lines:
+        return ""
+    return "<h3>Before trusting these figures</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>"
 
 
 def _image(title: str, svg: str) -> str:
@@ -146,6 +154,7 @@ repeats; "beyond noise" when that interval excludes 1.0.{only_measured}</p>
 {answer_html(r.answer)}
 <h3>Where speculation stops paying</h3><ul>{crossings}</ul>
 <h3>Serve it</h3>{serve}
+{trust_html(r.trust)}
 <h2>Charts</h2><div class="charts">{charts}</div>
 {f'<p class="note">Not drawn:</p><ul class="note">{missing}</ul>' if missing else ''}
 {what_if}
