@@ -17,7 +17,7 @@ from app.pages.live import LivePage  # noqa: E402
 
 def main() -> int:
     db, run_id, prefix = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    app = QApplication.instance() or QApplication([])
+    _app = QApplication.instance() or QApplication([])  # held: widgets need it alive
     theme.apply()
     page = LivePage()
     page.show_run(db, run_id)

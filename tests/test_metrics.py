@@ -51,7 +51,7 @@ def test_empty_window_has_no_ratios():
 
 
 def test_log_lines_parse_in_both_field_orders():
-    lines = [l for l in (FIXTURES / "server_log_lines.txt").read_text().splitlines() if metrics.LOG_MARK in l]
+    lines = [line for line in (FIXTURES / "server_log_lines.txt").read_text().splitlines() if metrics.LOG_MARK in line]
     first = metrics.parse_log_line(lines[0])
     assert first == {"mean_acceptance_length": 2.77, "accepted": 263, "drafted": 447,
                      "acceptance_rate_pct": 58.8, "per_position": [0.765, 0.55, 0.45]}

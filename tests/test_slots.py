@@ -15,7 +15,7 @@ from workbench import launch, plan
 from workbench.cli import main
 from workbench.host import topology
 from workbench.host.engine import VllmInstall
-from workbench.host.slots import Slot, SlotError, allocate, parse_gpu_list
+from workbench.host.slots import Slot, SlotError, allocate
 from workbench.sweep import scheduler
 
 FIX = Path(__file__).parent / "fixtures" / "topology"

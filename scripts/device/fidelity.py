@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from workbench import launch, metrics, plan, store
-from workbench.host import engine, vllm_cli
-from workbench.sweep import runner
+from workbench import launch, metrics, plan, store  # noqa: E402
+from workbench.host import engine, vllm_cli  # noqa: E402
+from workbench.sweep import runner  # noqa: E402
 from workbench.load import workloads  # noqa: E402
 
 PLAN = """
