@@ -120,7 +120,8 @@ def run_alarms(cs: list[Config]) -> list[str]:
     out = []
     for c in cs:
         for r in c.rows:
-            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in alarms.of_row(r, []))
+            found = alarms.of_row(r, []) if r.get("alarms") is None else [alarms.Alarm(**a) for a in alarms.decode(r["alarms"])]
+            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in found)
     return out
 
 
