@@ -182,6 +182,15 @@ def copy_db(src: Path, dst: Path) -> Path:
 
 
 # The demo sweep recorded on 2 CPU cores: a baseline, n-gram and a draft model, with their rows.
+def stored_runs(path: Path) -> list[dict]:
+    """Every run of a results file, read through the store and closed again."""
+    db = store.open_db(path, readonly=True)
+    try:
+        return store.runs(db)
+    finally:
+        store.close(db)
+
+
 DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
 
 

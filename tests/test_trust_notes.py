@@ -7,20 +7,12 @@ from __future__ import annotations
 
 from app.exports import write_report
 from app.pages.compare_page import ComparePage
-from workbench import store
+from conftest import stored_runs
 from workbench.analysis import answer, compare
 
 
-def _rows(path):
-    db = store.open_db(path, readonly=True)
-    try:
-        return store.runs(db)
-    finally:
-        store.close(db)
-
-
 def test_compare_and_the_report_list_the_alarms(qtbot, demo_db, tmp_path):
-    rows = _rows(demo_db)
+    rows = stored_runs(demo_db)
     notes = answer.trust_notes(compare.configs(rows))
     over = [n for n in notes if "vllm issue 56101" in n]
     assert [n.split(" (")[0] for n in over] == ["run 9", "run 10"]
@@ -36,12 +28,12 @@ def test_compare_and_the_report_list_the_alarms(qtbot, demo_db, tmp_path):
 
 
 def test_a_healthy_run_set_says_only_its_basis(demo_db):
-    rows = [r for r in _rows(demo_db) if r["method"] != "draft_model"]
+    rows = [r for r in stored_runs(demo_db) if r["method"] != "draft_model"]
     assert [n for n in answer.trust_notes(compare.configs(rows)) if not n.startswith("throughput")] == []
 
 
 def test_differing_prefix_caches_are_flagged_beside_the_speedup(demo_db):
-    rows = _rows(demo_db)
+    rows = stored_runs(demo_db)
     for r in rows:  # the baseline hit its cache far more often than the speculative runs did
         r.update(prefix_cache_queries=1000.0, prefix_cache_hits=600.0 if r["method"] == "baseline" else 100.0,
                  prefix_cache_hit_rate=0.6 if r["method"] == "baseline" else 0.1)

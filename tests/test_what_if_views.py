@@ -26,7 +26,7 @@ from app.exports import main as export_main, select, write_report
 from app.models.runs_model import COLUMNS, RunsModel
 from app.pages.compare_page import ComparePage
 from app.pages.live import LivePage
-from conftest import ROOT, copy_db
+from conftest import ROOT, copy_db, stored_runs
 from test_report_browser import measure
 from workbench import cli, store
 from workbench.analysis import answer, compare
@@ -68,16 +68,8 @@ def mixed_db(what_if_db):
     return what_if_db
 
 
-def _rows(path):
-    db = store.open_db(path, readonly=True)
-    try:
-        return store.runs(db)
-    finally:
-        store.close(db)
-
-
 def test_what_if_series_never_merge_with_measured_ones(mixed_db):
-    rows = _rows(mixed_db)
+    rows = stored_runs(mixed_db)
     cs = compare.configs(rows)
     data = compare.chart_data(cs)
     series = {r["series"]: r["what_if"] for r in data["throughput"]}
@@ -95,7 +87,7 @@ def test_what_if_series_never_merge_with_measured_ones(mixed_db):
 
 
 def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodeltester, mixed_db, tmp_path):
-    rows = _rows(mixed_db)
+    rows = stored_runs(mixed_db)
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, mixed_db)
@@ -248,7 +240,7 @@ def test_export_bench_says_what_if_and_imports_back_as_one(what_if_db, tmp_path,
 
 
 def test_history_and_live_mark_what_if_runs(qtbot, what_if_db):
-    rows = _rows(what_if_db)
+    rows = stored_runs(what_if_db)
     model = RunsModel()
     model.set_rows(rows)
     method = [key for key, *_ in COLUMNS].index("method")

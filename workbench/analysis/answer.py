@@ -120,8 +120,7 @@ def run_alarms(cs: list[Config]) -> list[str]:
     out = []
     for c in cs:
         for r in c.rows:
-            found = alarms.of_row(r, []) if r.get("alarms") is None else [alarms.Alarm(**a) for a in alarms.decode(r["alarms"])]
-            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in found)
+            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in alarms.of_row(r, []))
     return out
 
 
