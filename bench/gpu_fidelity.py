@@ -13,10 +13,24 @@ Draftbench's client processes (`client_cpu_s`, and its average cores, client_cpu
 the process that runs `vllm bench serve` (`cpu_s` from bench/vllm_bench_worker.py, its CPU-s per
 10k output tokens, and its average cores, cpu_s / the result's "duration"; also over vLLM's
 benchmark() alone, and the busiest second): a one-process client near one core may be what
-limits it. Results append to OUT/fidelity.json.
+limits it. Results append to OUT/fidelity.json, written after every concurrency.
 
-usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py --target DIR --config baseline \
-    [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 3] [--max-tokens 256] --out DIR
+The default target is a GPU-bound one: the Llama-3.1-8B shape (resources/shapes/llama-3.1-8b,
+config files only) served with dummy weights (`--load-format dummy`), its generated tokenizer on
+both sides. A small target's decode step is bound by the host CPU, not the GPU, and its rounds
+spread by tens of percent whoever measures them, which hides the client's error.
+
+Two throughputs per window and side: the whole window (what `vllm bench serve` reports) and the
+steady state (workbench.metrics.steady_state: the longest stretch with at least 90 % of the
+concurrency in flight, from each request's send, first and last token times; for `vllm bench
+serve` from its detailed result's start_times, ttfts and itls). Each has its paired ratio. The
+client-CPU bound checked per row: Draftbench's client processes may use at most 0.05 of a core
+below 1k tok/s and at most 0.3 of a core per 10k tok/s above 5k tok/s (between the two, the
+larger of 0.05 and 0.3 per 10k).
+
+usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py [--shape llama-3.1-8b | --target DIR] \
+    --config baseline [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 5] [--max-tokens 256] \
+    [--prompts 1:8 256:768] --out DIR
 """
 
 from __future__ import annotations
@@ -40,7 +54,9 @@ sys.path.insert(0, str(ROOT))
 
 
 from workbench import launch, load, plan, store  # noqa: E402
+from workbench.checkpoints import shapes  # noqa: E402
 from workbench.host import engine  # noqa: E402
+from workbench.metrics import steady_state  # noqa: E402
 from workbench.load import workloads  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
 
@@ -85,6 +101,35 @@ def _f(x) -> str:
 
 def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
+
+
+def their_steady(result: dict, concurrency: int) -> dict:
+    """The steady state of one `vllm bench serve` window, from its detailed per-request times
+    (start_times, ttfts, itls; a request's last token is its first plus its inter-token gaps), by
+    the same definition as Draftbench's."""
+    starts, ttfts, itls = result.get("start_times"), result.get("ttfts"), result.get("itls")
+    lens = result.get("output_lens")
+    if not (starts and ttfts and itls and lens):
+        return {"steady_s": 0.0, "steady_tok_s": None}
+    spans = [steady_state.Span(s, s + f, s + f + sum(gaps), n)
+             for s, f, gaps, n in zip(starts, ttfts, itls, lens) if n and f]
+    return steady_state.figures(spans, concurrency, result.get("duration"))
+
+
+def cpu_bound_cores(tok_s: float) -> float:
+    """The most of a core Draftbench's client may use at this throughput."""
+    if tok_s < 1000:
+        return 0.05
+    return max(0.05, 0.3 * tok_s / 1e4)
+
+
+def prompt_counts(items: list[str]) -> dict[int, int]:
+    """'1:8' -> {1: 8}: prompts per window at a concurrency, overriding the computed count."""
+    out = {}
+    for item in items:
+        c, _, n = item.partition(":")
+        out[int(c)] = int(n)
+    return out
 
 
 class VllmBench:
@@ -185,9 +230,12 @@ def paired_ratio(ours: list[float], theirs: list[float]) -> float:
 
 
 def measure_config(install, bench: VllmBench, args, label: str, method: str | None, n: int | None, out: Path,
-                   deadline: float) -> list[dict]:
+                   deadline: float, save=lambda rows: None) -> list[dict]:
     options = {"prompt_lookup_min": 2, "prompt_lookup_max": 4} if method == "ngram" else {}
     extra = ("--gpu-memory-utilization", "0.5", "--max-num-seqs", str(max(args.concurrency)), "--seed", "0")
+    if args.dummy:
+        # A shape: config files and a generated tokenizer, no weights.
+        extra += ("--load-format", "dummy")
     config = plan.Server(args.target, "smol", method or "baseline", n, None, tuple(sorted(options.items())),
                          args.max_model_len, "bfloat16", extra, (), False, method is not None)
     srv = launch.LocalServer(launch.prepare(config, install, launch.free_port(), args.platform))
@@ -209,7 +257,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
         method_toml = ""
         db_path = out / f"fidelity-{label}.sqlite"
         for c in args.concurrency:
-            count = prompts_for(c, args.window_tokens, args.max_tokens, args.waves)
+            count = args.prompts.get(c) or prompts_for(c, args.window_tokens, args.max_tokens, args.waves)
             # The prompts the runner sends: it samples repeat k of a run with seed k, and a plan's
             # repeats count from 1 (with seed 0, the two sides sent different prompts).
             prompts = workloads.sample(workloads.load("builtin"), count, seed=1)
@@ -238,6 +286,10 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 break
             a = [r["output_tok_s"] for r in ours]
             b = [r["output_throughput"] for r in theirs]
+            their_steadies = [their_steady(t, c) for t in theirs]
+            sa = [r.get("steady_tok_s") for r in ours]
+            sb = [x["steady_tok_s"] for x in their_steadies]
+            steady_ok = all(sa) and all(sb)
             cpu = [r.get("client_cpu_s") / r["output_tokens"] * 1e4 for r in ours if r.get("client_cpu_s")]
             ours_cores = [r["client_cpu_s"] / r["window_s"] for r in ours
                           if r.get("client_cpu_s") and r.get("window_s")]
@@ -249,11 +301,22 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                                  if x.get("bench_cpu_s") is not None and t.get("duration")]
             their_per_10k = [x["cpu_s"] / t["total_output_tokens"] * 1e4 for x, t in zip(w, theirs)
                              if x.get("cpu_s") is not None and t.get("total_output_tokens")]
+            cores_bound = cpu_bound_cores(statistics.median(a))
             row = {
                 "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
+                "target": args.label, "ignore_eos": args.ignore_eos,
                 "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
                 "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
                 "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
+                "steady_ratio": paired_ratio(sa, sb) if steady_ok else None,
+                "draftbench_steady_tok_s": statistics.median(sa) if steady_ok else None,
+                "vllm_bench_steady_tok_s": statistics.median(sb) if steady_ok else None,
+                "draftbench_steady_spread": spread(sa) if steady_ok else None,
+                "vllm_bench_steady_spread": spread(sb) if steady_ok else None,
+                "draftbench_rounds_steady_tok_s": sa, "vllm_bench_rounds_steady_tok_s": sb,
+                "draftbench_steady_s": [r.get("steady_s") for r in ours],
+                "vllm_bench_steady_s": [x["steady_s"] for x in their_steadies],
+                "client_cores_bound": cores_bound,
                 "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
                 "draftbench_client_cpu_s": [r.get("client_cpu_s") for r in ours],
                 "draftbench_window_s": [r.get("window_s") for r in ours],
@@ -285,7 +348,15 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 "same_length_answers": [sum((Counter(o["output_lens"]) & Counter(t.get("output_lens") or [])).values())
                                         for o, t in zip(ours, theirs)],
             }
+            row["client_cores_within_bound"] = (row["draftbench_cores"] is not None
+                                                and row["draftbench_cores"] <= cores_bound)
             rows.append(row)
+            save(rows)
+            if steady_ok:
+                print(f"[{label}] c={c:<4} steady: draftbench {row['draftbench_steady_tok_s']:>9,.0f} tok/s "
+                      f"(spread {row['draftbench_steady_spread']:.1%}, {_f(row['draftbench_steady_s'])} s)  "
+                      f"vllm bench {row['vllm_bench_steady_tok_s']:>9,.0f} (spread "
+                      f"{row['vllm_bench_steady_spread']:.1%})  ratio {row['steady_ratio']:.3f}", flush=True)
             print(f"[{label}] c={c:<4} draftbench {row['draftbench_tok_s']:>9,.0f} tok/s (spread "
                   f"{row['draftbench_spread']:.1%})  vllm bench {row['vllm_bench_tok_s']:>9,.0f} (spread "
                   f"{row['vllm_bench_spread']:.1%})  ratio {row['ratio']:.3f}  client CPU/10k tok/s "
@@ -301,10 +372,14 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", required=True)
+    ap.add_argument("--target", help="a model folder (real weights); default: --shape")
+    ap.add_argument("--shape", default="llama-3.1-8b",
+                    help="a shipped shape served with dummy weights when --target is not given")
     ap.add_argument("--config", action="append", default=[], help="baseline, or METHOD:N (ngram:2)")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128, 256])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--prompts", nargs="*", default=[], metavar="C:N",
+                    help="prompts per window at a concurrency (1:8 256:768), instead of the computed count")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--window-tokens", type=int, default=12000)
     ap.add_argument("--waves", type=int, default=8, help="at least this many waves of the concurrency a window")
@@ -318,6 +393,13 @@ def main() -> int:
                     help="the runner's /metrics scrape interval during a window (s)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    args.prompts = prompt_counts(args.prompts)
+    args.dummy = not args.target
+    if args.dummy:
+        args.label = f"shape {args.shape}, dummy weights"
+        args.target = str(shapes.folder(args.shape))
+    else:
+        args.label = Path(args.target).name
     pin(args.client_cpus)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -329,12 +411,49 @@ def main() -> int:
     for cfg in args.config or ["baseline"]:
         method, _, n = cfg.partition(":")
         label = "baseline" if method == "baseline" else f"{method}-n{n}"
-        rows = measure_config(install, bench, args, label, None if method == "baseline" else method,
-                              int(n) if n else None, out, deadline)
-        results = [r for r in results if r["method"] != label or r["concurrency"] not in
-                   {x["concurrency"] for x in rows}] + rows
-        results_file.write_text(json.dumps(results, indent=1))
+        before = results
+
+        def save(rows, before=before, label=label):
+            # After every concurrency: a command cut short keeps what it measured.
+            nonlocal results
+            results = [r for r in before if r["method"] != label or r["concurrency"] not in
+                       {x["concurrency"] for x in rows}] + rows
+            results_file.write_text(json.dumps(results, indent=1))
+
+        measure_config(install, bench, args, label, None if method == "baseline" else method,
+                       int(n) if n else None, out, deadline, save)
     bench.close()
+    print(table(results))
+    detail_table(results)
+    return 0
+
+
+def table(results: list[dict]) -> str:
+    """The Markdown table of fidelity rows: steady-state and whole-window ratios side by side."""
+    lines = ["| method | c | steady: Draftbench tok/s (spread) | steady: vllm bench (spread) | steady ratio | "
+             "whole window: Draftbench tok/s (spread) | whole window: vllm bench (spread) | ratio | "
+             "Draftbench cores (bound) | rounds |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        if r.get("steady_ratio"):
+            steady = (f"{r['draftbench_steady_tok_s']:,.0f} ({r['draftbench_steady_spread']:.1%}) | "
+                      f"{r['vllm_bench_steady_tok_s']:,.0f} ({r['vllm_bench_steady_spread']:.1%}) | "
+                      f"{r['steady_ratio']:.3f}")
+        else:
+            steady = "- | - | -"
+        cores = r.get("draftbench_cores")
+        bound = r.get("client_cores_bound")
+        cores_text = "-" if cores is None else f"{cores:.3f}" + ("" if bound is None else
+                                                               f" ({'≤' if cores <= bound else '>'} {bound:.2f})")
+        lines.append(f"| {r['method']} | {r['concurrency']} | {steady} | "
+                     f"{r['draftbench_tok_s']:,.0f} ({r['draftbench_spread']:.1%}) | "
+                     f"{r['vllm_bench_tok_s']:,.0f} ({r['vllm_bench_spread']:.1%}) | {r['ratio']:.3f} | "
+                     f"{cores_text} | {r['rounds']} |")
+    return "\n".join(lines)
+
+
+def detail_table(results: list[dict]) -> None:
+    """The whole-window figures with both clients' CPU."""
     print("\n| method | concurrency | Draftbench tok/s (spread) | vllm bench serve tok/s (spread) | ratio | "
           "ratio of medians | client CPU per 10k tok/s | same-length answers | rounds | "
           "vllm bench CPU-s per 10k tokens | vllm bench cores | Draftbench cores |")
@@ -348,7 +467,6 @@ def main() -> int:
               f"{r.get('ratio_of_medians', r['ratio']):.3f} | {'-' if cpu is None else f'{cpu:.3f}'} | "
               f"{same} | {r['rounds']} | {_f(r.get('vllm_bench_cpu_per_10k_tok'))} | {_f(r.get('vllm_bench_cores'))} | "
               f"{_f(r.get('draftbench_cores'))} |")
-    return 0
 
 
 if __name__ == "__main__":

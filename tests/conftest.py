@@ -79,8 +79,8 @@ def _group(module: str) -> str:
 # is built once: xdist's default hands a module's tests to several workers, and each built it (the
 # what-if sweep and the Ray cluster twice a run). test_what_if's what-if sweep through the stand-in
 # (about 30 s), test_parallel_sweep's serial and two-slot stand-in sweeps (about 28 s),
-# test_cluster's local Ray cluster. Every other test of that tier is handed out alone.
-FAST_SHARED = {"test_what_if", "test_parallel_sweep", "test_cluster"}
+# test_cluster's local Ray cluster, test_lossless's two stand-in sweeps. Every other test of that tier is handed out alone.
+FAST_SHARED = {"test_what_if", "test_parallel_sweep", "test_cluster", "test_lossless"}
 
 
 def pytest_xdist_make_scheduler(config, log):

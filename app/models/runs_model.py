@@ -8,7 +8,7 @@ import time
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 from app.models.columns import header as column_header
-from workbench.analysis import compare
+from workbench.analysis import compare, lossless
 from workbench.host import provenance
 
 COLUMNS = [
@@ -23,6 +23,10 @@ COLUMNS = [
     ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts (vLLM's definition)"),
     ("acceptance_rate", "Accept.", "Acceptance rate = accepted draft tokens / drafted tokens"),
     ("output_tok_s", "Output tok/s", "Output tokens / wall time of the measurement window"),
+    ("lossless_identical", "Answers", "At temperature 0 a speculative run must answer as its baseline does: answers "
+                                      "identical to the baseline's / answers compared, and the task accuracy where the "
+                                      "workload grades answers (GSM8K, MATH500, the built-in math prompts). '!' marks a "
+                                      "run whose speculation is not lossless (hover for why)"),
     ("gpus", "GPUs", "The GPU(s) the run's server was pinned to (physical indices, as nvidia-smi / amd-smi "
                      "number them; on vLLM's CPU build, the logical slot); empty: as the launch profile selects them"),
     ("started", "Started", "When the run's measurement began (local time)"),
@@ -67,6 +71,8 @@ class RunsModel(RowsModel):
         key = COLUMNS[index.column()][0]
         value = self._rows[index.row()].get(key)
         if role == Qt.DisplayRole:
+            if key == "lossless_identical" and self._rows[index.row()].get("graded"):
+                value = value if value is not None else 0  # accuracy alone (a baseline)
             if value is None:
                 return ""
             if key == "target":
@@ -79,9 +85,14 @@ class RunsModel(RowsModel):
                 return ",".join(map(str, json.loads(value)))
             if key == "method" and compare.is_what_if(self._rows[index.row()]):
                 return f"{value} (what-if)"
+            if key == "lossless_identical":
+                row = self._rows[index.row()]
+                return ("! " if lossless.verdict(row) else "") + lossless.summary(row)
             return FORMATS.get(key, "{}").format(value)
         if role == Qt.ToolTipRole and key in ("target", "error") and value:
             return str(value)
+        if role == Qt.ToolTipRole and key == "lossless_identical":
+            return lossless.verdict(self._rows[index.row()])
         if role == Qt.ToolTipRole and key == "method" and compare.is_what_if(self._rows[index.row()]):
             return compare.marker(self._rows[index.row()])
         if role == Qt.ToolTipRole and key == "provenance" and value:
@@ -89,7 +100,7 @@ class RunsModel(RowsModel):
         if role == SORT_ROLE:
             return value if value is not None else (-1 if key != "provenance" else "")
         if role == Qt.TextAlignmentRole and key not in ("status", "target", "method", "workload", "error", "started",
-                                                         "provenance"):
+                                                         "provenance", "lossless_identical"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 

@@ -24,6 +24,10 @@ draws them: at each step position i is accepted with probability p_i / p_(i-1) g
 positions before it were, the step yields the accepted tokens plus one, and steps go on until the
 request's output tokens are produced. With `--load-format dummy` and no speculative config (a
 what-if baseline) the answers carry no spec-decode figures and the counters do not move.
+
+A broken speculative server (`lossy`; as a script, STANDIN_LOSSY=1 with a speculative config):
+every answer's text comes out reversed chunk by chunk, the figures as recorded, as a build whose
+verifier keeps wrong tokens would answer: the same lengths and acceptance, other words.
 """
 
 from __future__ import annotations
@@ -227,8 +231,9 @@ def with_figures(record: dict, figures: dict | None) -> dict:
 class StandinVllm:
     def __init__(self, recording_name: str = "draft_model_n3", api_key: str | None = None, pace: float = 0.01,
                  port: int = 0, on_line: Callable[[str], None] | None = None, log_interval_s: float = 10.0,
-                 imposed: list[float] | None = None, dummy: bool = False):
+                 imposed: list[float] | None = None, dummy: bool = False, lossy: bool = False):
         self.recording = recording(recording_name)
+        self.lossy = lossy
         # What-if: acceptance drawn from an imposed curve, or (a dummy-weight baseline) none at all.
         self.imposed = list(imposed) if imposed else None
         self.no_spec = dummy and not imposed
@@ -397,6 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
             with s.counters.lock:
                 figures = imposed_figures(s.imposed, usage.get("completion_tokens", 0), s._rng) if s.imposed else None
             record = with_figures(record, figures)
+        if s.lossy:
+            record = garbled(record)
         s.requests.append({"body": body, "exact": exact})
         self._stream(record)
 
@@ -433,6 +440,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._access(record["status"])
 
 
+def garbled(record: dict) -> dict:
+    """The record with every streamed piece of text reversed (and nothing else changed)."""
+    lines = []
+    for t, line in record["lines"]:
+        if line.startswith("data: {") and '"content"' in line:
+            chunk = json.loads(line[len("data: "):])
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                if isinstance(delta.get("content"), str) and len(delta["content"]) > 1:
+                    delta["content"] = delta["content"][::-1]
+            line = "data: " + json.dumps(chunk)
+        lines.append((t, line))
+    return {**record, "lines": lines}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve a recorded vLLM server until killed.")
     parser.add_argument("--port", type=int, default=8000)
@@ -445,7 +467,8 @@ def main() -> None:
     imposed = spec.get("synthetic_acceptance_rates") if spec.get("rejection_sample_method") == "synthetic" else None
     standin = StandinVllm(args.recording, os.environ.get("VLLM_API_KEY"), args.pace, args.port,
                           on_line=lambda line: print(line, flush=True), imposed=imposed,
-                          dummy=args.load_format == "dummy")
+                          dummy=args.load_format == "dummy",
+                          lossy=bool(spec) and os.environ.get("STANDIN_LOSSY") == "1")
     standin.start()
     try:
         threading.Event().wait()

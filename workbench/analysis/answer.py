@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.analysis import alarms
+from workbench.analysis import alarms, lossless
 from workbench.analysis import basis as throughput_basis
 from workbench.analysis.compare import Config, baseline_key
 
@@ -124,11 +124,23 @@ def run_alarms(cs: list[Config]) -> list[str]:
     return out
 
 
+def lossless_notes(cs: list[Config]) -> list[str]:
+    """Speculative runs whose answers are not their baseline's (workbench.analysis.lossless)."""
+    out = []
+    for c in cs:
+        for r in c.rows:
+            why = lossless.verdict(r)
+            if why:
+                out.append(f"run {r['id']} ({c.label}, c={c.concurrency}): {why}")
+    return out
+
+
 def trust_notes(cs: list[Config]) -> list[str]:
-    """What a reader must know before trusting the measured speedups: the throughput they rest on,
-    prefix caches that differ between the runs compared, and acceptance alarms."""
+    """What a reader must know before trusting the measured speedups: runs whose speculation was
+    not lossless, the throughput the speedups rest on, prefix caches that differ between the runs
+    compared, and acceptance alarms."""
     measured = [c for c in cs if not c.what_if]
-    return basis_notes(measured) + cache_warnings(measured) + run_alarms(measured)
+    return lossless_notes(measured) + basis_notes(measured) + cache_warnings(measured) + run_alarms(measured)
 
 
 def _pays(c: Config) -> bool:

@@ -8,7 +8,7 @@ import json
 
 from workbench import store
 from workbench.host import provenance
-from workbench.analysis import alarms, compare
+from workbench.analysis import alarms, compare, lossless
 from workbench.metrics import steady_state
 
 
@@ -34,8 +34,32 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "what_if": compare.marker(r),
             "steady": _steady_cell(r), "cache_hit": _f(_pct(r.get("prefix_cache_hit_rate")), ".0f"),
             "alarms": alarm_kinds(db, r),
+            "lossless": _lossless_cell(r),
         })
     return table
+
+
+def _lossless_cell(r: dict) -> str:
+    """Identical answers and accuracy, '!' in front where the lossless check failed."""
+    cell = lossless.summary(r)
+    return "" if cell == "-" else ("! " if lossless.verdict(r) else "") + cell
+
+
+def _lossless(r: dict) -> list[tuple[str, str]]:
+    out = []
+    if r.get("graded"):
+        out.append(("task accuracy", f"{100 * r['accuracy']:.1f} % of {r['graded']} graded answers"))
+    if r.get("lossless_compared"):
+        prefix = r.get("lossless_prefix")
+        out.append(("answers vs baseline", f"{r['lossless_identical'] or 0} of {r['lossless_compared']} identical to "
+                    f"run {r['lossless_baseline']}" + ("" if prefix is None else
+                                                        f", median common prefix {100 * prefix:.0f} %")
+                    + (f"; {r['lossless_turned_wrong']} turned wrong, {r['lossless_turned_right']} turned right"
+                       if (r.get("lossless_turned_wrong") or r.get("lossless_turned_right")) else "")))
+    why = lossless.verdict(r)
+    if why:
+        out.append(("LOSSLESS CHECK", why))
+    return out
 
 
 def alarm_kinds(db: store.Database, r: dict) -> str:
@@ -123,7 +147,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
         ("speedup vs baseline", _f(s, ".2f")), ("prefix cache hit rate", _prefix_cache(r)),
         ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
-        ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"), *_alarms(db, r),
+        ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"), *_alarms(db, r), *_lossless(r),
         ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),
         ("TTFT mean/p99 (ms)", f"{_f(r['ttft_mean_ms'], '.1f')} / {_f(r['ttft_p99_ms'], '.1f')}"),
         ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),

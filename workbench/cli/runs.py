@@ -80,7 +80,8 @@ def show(args) -> int:
     if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
     # Each only where some run has one, so a database that recorded none keeps its width.
-    for head, key in (("steady tok/s", "steady"), ("cache %", "cache_hit"), ("alarms", "alarms")):
+    for head, key in (("steady tok/s", "steady"), ("cache %", "cache_hit"), ("alarms", "alarms"),
+                      ("answers", "lossless")):
         if any(r[key] for r in rows):
             header.insert(-1, head)
             keys.insert(-1, key)
@@ -94,7 +95,7 @@ def show(args) -> int:
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
-    notes = answer.basis_notes(cs) + answer.cache_warnings(cs)
+    notes = answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
     if notes:
         print()
         for line in notes:

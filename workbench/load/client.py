@@ -20,6 +20,7 @@ from typing import Callable
 
 import aiohttp
 
+from workbench.load import grade
 from workbench.load.workloads import Prompt
 
 try:
@@ -43,6 +44,11 @@ class RequestResult:
     latency_ms: float | None = None
     finish_reason: str | None = None
     spec: dict | None = None  # vLLM's per-request speculative decoding figures, when enabled
+    # The answer as streamed, kept so that a speculative run can be checked against its baseline
+    # (greedy speculative decoding answers token for token as the target alone does), and whether
+    # it gets the task right where the workload has a reference answer (workbench.load.grade).
+    text: str | None = None
+    correct: bool | None = None
 
     def row(self, run_id: int) -> dict:
         gaps = self.chunk_gaps_ms
@@ -59,6 +65,7 @@ class RequestResult:
             "spec_draft_tokens": spec.get("num_draft_tokens"),
             "spec_accepted": spec.get("num_accepted_draft_tokens"),
             "spec_histogram": json.dumps(spec["acceptance_histogram"]) if "acceptance_histogram" in spec else None,
+            "text": self.text, "correct": None if self.correct is None else int(self.correct),
         }
 
 
@@ -89,6 +96,7 @@ async def one_request(session: aiohttp.ClientSession, url: str, body: dict, idx:
     start = time.perf_counter()
     result = RequestResult(idx, prompt_id, time.time(), category)
     gaps = result.chunk_gaps_ms
+    parts: list[str] = []
     last = None
     buf = b""
     try:
@@ -118,6 +126,7 @@ async def one_request(session: aiohttp.ClientSession, url: str, body: dict, idx:
                     for choice in chunk.get("choices") or ():
                         delta = choice.get("delta")
                         if delta and delta.get("content"):
+                            parts.append(delta["content"])
                             if last is None:
                                 result.ttft_ms = (now - start) * 1000
                             else:
@@ -138,6 +147,7 @@ async def one_request(session: aiohttp.ClientSession, url: str, body: dict, idx:
                 result.error = "the stream ended before [DONE]"
                 return result
         result.ok = True
+        result.text = "".join(parts)
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300]
     finally:
@@ -167,6 +177,8 @@ async def generate(base_url: str, api_key: str, model: str, prompts: list[Prompt
         async def send(i: int, prompt: Prompt) -> None:
             async with gate:
                 r = await one_request(client, url, chat_body(model, prompt, sampling), i, prompt.id, prompt.family)
+            if r.ok and r.text is not None:
+                r.correct = grade.correct(prompt.family, prompt.reference, r.text)
             results.append(r)
             if on_result:
                 on_result(r)

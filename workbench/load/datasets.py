@@ -28,7 +28,7 @@ class Dataset:
         if "test_list" in values:
             values["tests"] = "\n".join(values["test_list"])
         ident = row.get("task_id") or row.get("unique_id") or index
-        return Prompt(f"{self.name}-{ident}", self.family, self.template.format(**values))
+        return Prompt(f"{self.name}-{ident}", self.family, self.template.format(**values), reference(row))
 
 
 DATASETS = {d.name: d for d in (
@@ -45,6 +45,15 @@ DATASETS = {d.name: d for d in (
             "You are an expert Python programmer, and here is your task: {text} "
             "Your code should pass these tests:\n\n{tests}", ("text", "test_list")),
 )}
+
+
+def reference(row: dict) -> str | None:
+    """The row's own answer: GSM8K's `answer` ends in '#### NUMBER' after its worked solution;
+    MATH500's `answer` is the final answer alone. HumanEval and MBPP have none to grade against."""
+    answer = row.get("answer")
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    return answer.rpartition("####")[2].strip() if "####" in answer else answer.strip()
 
 
 def get(name: str) -> Dataset:

@@ -17,6 +17,9 @@ class Prompt:
     id: str
     family: str
     text: str
+    # The task's own answer, when the workload has one (GSM8K's number after '####', MATH500's
+    # answer, the built-in math prompts'): what an answer is graded against (workbench.load.grade).
+    reference: str | None = None
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -59,7 +59,9 @@ def _from_rows(rows: list[dict], source: str, family: str) -> list[Prompt]:
         text = row.get(column)
         if not isinstance(text, str) or not text.strip():
             raise WorkloadError(f"{source} row {i + 1} has an empty or non-text {column!r}")
-        prompts.append(Prompt(str(row.get("id", i)), str(row.get("family", family)), text))
+        answer = row.get("answer")
+        prompts.append(Prompt(str(row.get("id", i)), str(row.get("family", family)), text,
+                              str(answer) if isinstance(answer, (str, int, float)) else None))
     return prompts
 
 

@@ -31,6 +31,16 @@ def run(db: Database, run_id: int) -> dict | None:
     return rows[0] if rows else None
 
 
+def answers(db: Database, run_id: int) -> dict[tuple[int, str], tuple[str, bool | None]]:
+    """A run's answered requests: (idx, prompt_id) -> (the answer, graded right / wrong / None).
+    Empty for runs stored before answers were (their `text` is NULL)."""
+    if not _has(db, "requests") or "text" not in db["requests"].columns_dict:
+        return {}
+    rows = db.execute("SELECT idx, prompt_id, text, correct FROM requests WHERE run_id = ? AND ok = 1 "
+                      "AND text IS NOT NULL", [run_id]).fetchall()
+    return {(idx, pid): (text, None if correct is None else bool(correct)) for idx, pid, text, correct in rows}
+
+
 def experiment_plan(db: Database, experiment_id: int) -> str | None:
     """The plan text an experiment was run from, as stored when it started."""
     row = db.execute("SELECT plan FROM experiments WHERE id = ?", [experiment_id]).fetchone()

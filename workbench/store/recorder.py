@@ -184,6 +184,12 @@ class Recorder:
             self.db["runs"].update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
                                             "finished": time.time()})
 
+    def lossless(self, figures: dict[int, dict]) -> None:
+        """Runs' accuracy and lossless-check figures (workbench.analysis.lossless.columns)."""
+        with self.db.conn:
+            for run_id, columns in figures.items():
+                self.db["runs"].update(run_id, columns)
+
     def cancel_running(self, experiment_id: int) -> None:
         """After an interrupt: the experiment's run in flight is cancelled (redone on a resume)."""
         with self.db.conn:

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -181,8 +181,24 @@ def _v12(db: sqlite_utils.Database) -> None:
             db["runs"].add_column(column, kind)
 
 
+def _v13(db: sqlite_utils.Database) -> None:
+    # The lossless check: every answer as streamed, and whether it got the task right where the
+    # workload grades answers (NULL: not graded). Per run, its accuracy, and how its answers
+    # compare with its baseline's (workbench.analysis.lossless): the baseline run, answers
+    # compared and identical, the median common prefix (a share of the baseline's answer), the
+    # graded answers that turned wrong and right.
+    for column, kind in (("text", str), ("correct", int)):
+        if column not in db["requests"].columns_dict:
+            db["requests"].add_column(column, kind)
+    for column, kind in (("accuracy", float), ("graded", int), ("lossless_baseline", int),
+                         ("lossless_compared", int), ("lossless_identical", int), ("lossless_prefix", float),
+                         ("lossless_turned_wrong", int), ("lossless_turned_right", int)):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, kind)
+
+
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11,
-              12: _v12}
+              12: _v12, 13: _v13}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -19,6 +19,7 @@ import threading
 import time
 
 from workbench import events, launch, store
+from workbench.analysis import lossless
 from workbench.host import engine, gpus
 from workbench.host.slots import Slot
 from workbench.load import workloads
@@ -227,6 +228,7 @@ class Runner:
     def finish_sweep(self, extra: dict | None = None) -> dict:
         if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume
             self.record.cancel_running(self.experiment_id)
+        self.check_lossless()
         counts = store.status_counts(self.db, self.experiment_id)
         summary = events.SweepFinished(experiment=self.experiment_id, seconds=time.time() - self.t0,
                                        completed=counts.get("completed", 0), failed=counts.get("failed", 0),
@@ -234,6 +236,15 @@ class Runner:
         self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
         return summary.to_json()
+
+    def check_lossless(self) -> None:
+        """Every greedy speculative run of the experiment against its baseline's answers, and every
+        run's task accuracy (workbench.analysis.lossless), stored with the runs: at the end, since
+        a baseline may run after the runs it is compared with."""
+        if self.experiment_id is None:
+            return
+        rows = store.runs_of_experiment(self.db, self.experiment_id)
+        self.record.lossless(lossless.figures_for(rows, lambda run_id: store.answers(self.db, run_id)))
 
     def cancel_running(self) -> None:
         """After an interrupt: the runs in flight are marked cancelled (redone on the next resume)."""
