@@ -91,6 +91,9 @@ names = ["builtin"]
 concurrency = 4
 num_prompts = 12
 temperature = 0.3
+repeats = "auto"
+repeats_target = 0.05
+repeats_max = 4
 [[methods]]
 method = "baseline"
 [[methods]]

@@ -11,7 +11,7 @@ from workbench import methods
 from workbench.load import workloads
 from workbench.plan import acceptance, profiles
 from workbench.plan.fields import PlanError, _list, _number, check_pair, resolve_model
-from workbench.plan.model import MODES, TEXT_DRAFTERS, Plan, Run, Server, parse_parallel
+from workbench.plan.model import MODES, TEXT_DRAFTERS, AutoRepeats, Plan, Run, Server, parse_parallel
 
 
 def load(path: str | Path, available_modules: set[str] | None = None) -> Plan:
@@ -120,7 +120,20 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     request_rate = w.get("request_rate")
     if request_rate is not None:
         request_rate = _number(w, "request_rate", None, 0.01, 100000, "workload")
-    repeats = _number(w, "repeats", 1, 1, 100, "workload", integer=True)
+    auto_repeats = None
+    if w.get("repeats") == "auto":
+        defaults = AutoRepeats()
+        auto_repeats = AutoRepeats(_number(w, "repeats_target", defaults.target, 0.001, 0.5, "workload"),
+                                   _number(w, "repeats_max", defaults.maximum, 2, 100, "workload", integer=True))
+        # Every repeat up to the maximum is a run of the plan; the sweep skips those it no longer needs.
+        repeats = auto_repeats.maximum
+    else:
+        if isinstance(w.get("repeats"), str):
+            raise PlanError(f'workload.repeats must be a number or "auto", not {w["repeats"]!r}')
+        for key in ("repeats_target", "repeats_max"):
+            if key in w:
+                raise PlanError(f'workload.{key} applies only with repeats = "auto"')
+        repeats = _number(w, "repeats", 1, 1, 100, "workload", integer=True)
     # A number, or {per_concurrency = K, min = M}: max(M, K x concurrency) prompts at each
     # concurrency, so every level gets several waves without a c=1 run lasting minutes.
     prompts_t = w.get("num_prompts", 16)
@@ -224,4 +237,5 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                                     request_rate, rep, prompts_for(c), max_tokens, float(temperature),
                                     float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
-    return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel)
+    return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel,
+                auto_repeats=auto_repeats)

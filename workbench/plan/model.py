@@ -111,6 +111,14 @@ class Run:
         return f"{self.server.method}{n}{what_if} · {self.workload} · c={self.concurrency} · #{self.repeat}"
 
 
+@dataclass(frozen=True)
+class AutoRepeats:
+    """`repeats = "auto"`: each configuration repeated until the 95 % half-width of its mean output
+    throughput is within `target` of the mean, at most `maximum` times (workbench.analysis.repeats)."""
+    target: float = 0.02
+    maximum: int = 5
+
+
 @dataclass
 class Plan:
     name: str
@@ -127,6 +135,8 @@ class Plan:
     # Servers at once: a number, or "auto" (as many as the GPU slots allow); None: not said (one,
     # or "auto" over the GPUs named on the command line).
     parallel: int | str | None = None
+    # Repeats that stop when the interval is narrow enough; None: every repeat listed runs.
+    auto_repeats: AutoRepeats | None = None
 
     @property
     def hash(self) -> str:
