@@ -242,7 +242,7 @@ class ServerJob:
                                     **self._slot_fields()))
         self.record.run_started(run_id)
         try:
-            summary, span = asyncio.run(self.measurement.run(run_id, r))
+            summary, span = asyncio.run(self.measurement.measure(run_id, r))
         except RunFailed as exc:
             self._fail(run_id, str(exc), srv.log_tail())
             return False

@@ -51,7 +51,7 @@ class Measurement:
         # The prompts this server has answered: a repeat of one tells suffix decoding the answer.
         self.seen: set[str] = set()
 
-    async def run(self, run_id: int, r: Run) -> tuple[dict, tuple[float, float]]:
+    async def measure(self, run_id: int, r: Run) -> tuple[dict, tuple[float, float]]:
         """The run's figures, and the wall-clock span of its window (its energy is computed from
         the job's GPU readings over that span); raises RunFailed."""
         srv, seen = self.srv, self.seen
