@@ -41,6 +41,7 @@ from workbench import events, plan, store  # noqa: E402
 from workbench.host import engine  # noqa: E402
 from workbench.host.slots import Slot  # noqa: E402
 from workbench.sweep import runner, scheduler  # noqa: E402
+from workbench.sweep.executor import ThreadExecutor  # noqa: E402
 
 PLAN = """
 name = "parallel-bench"
@@ -117,7 +118,7 @@ def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> di
     timed: list[tuple[float, object]] = []
     t0 = time.perf_counter()
     summary = runner.Runner(p, str(db_path), vllm, emit=lambda e: timed.append((time.perf_counter(), e)),
-                            slots=slots).run()
+                            executor=ThreadExecutor(slots)).run()
     wall = time.perf_counter() - t0
     db = store.open_db(db_path, readonly=True)
     try:

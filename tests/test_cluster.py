@@ -36,7 +36,8 @@ def standin_install(vllm_install):
 
 def _on_cluster(found, db_path, install, emit):
     p = plan.loads(PLAN.format(sweep=""))
-    r = cluster.on_cluster(runner.Runner, found)(p, str(db_path), install, emit=emit, scrape_interval_s=0.1)
+    r = runner.Runner(p, str(db_path), install, emit=emit, scrape_interval_s=0.1,
+                      executor=cluster.RayExecutor(found, p.parallel))
     summary = r.run()
     r.db.conn.close()
     return summary

@@ -18,6 +18,7 @@ import pytest
 from workbench import events, launch, plan, store
 from workbench.host.slots import Slot
 from workbench.sweep import runner
+from workbench.sweep.executor import ThreadExecutor
 
 STANDINS = Path(__file__).parent / "standins"
 SCRIPT = STANDINS / "vllm_server.py"
@@ -62,7 +63,8 @@ def _sweep(db_path: Path, vllm_install, slots=None, emit=None, sweep: str = "") 
             emit(event)
 
     p = plan.loads(PLAN.format(sweep=sweep))
-    r = runner.Runner(p, str(db_path), vllm_install, emit=record, scrape_interval_s=0.1, slots=slots)
+    r = runner.Runner(p, str(db_path), vllm_install, emit=record, scrape_interval_s=0.1,
+                      executor=ThreadExecutor(slots))
     summary = r.run()
     r.db.conn.close()
     return summary, seen
@@ -178,7 +180,8 @@ def test_stop_stops_every_server(standin_vllm, demo_models, vllm_install, tmp_pa
             holder["runner"].stop_all()
 
     p = plan.loads(PLAN.format(sweep=""))
-    r = runner.Runner(p, str(tmp_path / "r.sqlite"), vllm_install, emit=emit, scrape_interval_s=0.1, slots=SLOTS)
+    r = runner.Runner(p, str(tmp_path / "r.sqlite"), vllm_install, emit=emit, scrape_interval_s=0.1,
+                      executor=ThreadExecutor(SLOTS))
     holder["runner"] = r
     summary = r.run()
     r.db.conn.close()
@@ -251,7 +254,7 @@ def test_two_real_vllm_cpu_servers_run_at_once_and_store_serial_rows(sweep_db, r
     sweep of the same configurations (conftest's sweep_db) stores it."""
     seen: list = []
     db_path = tmp_path / "real.sqlite"
-    r = runner.Runner(plan.loads(TINY), str(db_path), real_vllm, emit=seen.append, slots=SLOTS)
+    r = runner.Runner(plan.loads(TINY), str(db_path), real_vllm, emit=seen.append, executor=ThreadExecutor(SLOTS))
     summary = r.run()
     r.db.conn.close()
     assert summary["completed"] == 2 and summary["failed"] == 0, seen

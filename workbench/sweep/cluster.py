@@ -1,7 +1,8 @@
 """The same plan fanned out over a Ray cluster (`draftbench run plan.toml --ray auto|ADDRESS`).
 
-One Ray task per server configuration, asking for `num_gpus` = its tensor-parallel size: inside
-it, the runner's own job (workbench.sweep.job) starts the server on the GPUs Ray gave the task
+A runner given a `RayExecutor` (an executor of workbench.sweep.executor) hands out one Ray task
+per server configuration, asking for `num_gpus` = its tensor-parallel size: inside it, the
+runner's own job (workbench.sweep.job) starts the server on the GPUs Ray gave the task
 and measures its runs. What the job writes and emits streams back to the driver as the same
 messages a local job sends (workbench.sweep.outbox), already keyed by the driver's run ids (the
 driver registered the runs before handing them out), and the driver alone writes the local
@@ -113,34 +114,37 @@ def _run_job(ctx: Context, work: Work, slot_index: int):
         raise failed[0]
 
 
-class OnCluster:
-    """Mixed into a Runner (`on_cluster`): `execute` hands the work to Ray tasks instead of threads."""
+class RayExecutor:
+    """The jobs as Ray tasks on `cluster` (which `connect` joined), at most `parallel` (the plan's)
+    at once; with "auto" or none, every server is handed to Ray at once, and Ray starts each where
+    GPUs are free."""
 
-    cluster: Cluster
+    def __init__(self, cluster: Cluster, parallel: int | str | None = None):
+        self.cluster = cluster
+        self.parallel = parallel
+        self.cancelled = False
+        self.refs: list = []
 
-    def execute(self, pending, total=None) -> None:
-        works = self.works(pending, total)
-        if not works or self.cancelled:
-            return
+    def run(self, works: list[Work], ctx: Context, writer: outbox.Writer) -> int:
         ray = _ray()
-        writer = outbox.Writer(self.db_path, self.emit).start()
-        ctx = self.context()
-        tp = self.profile.tensor_parallel_size
-        task = ray.remote(_run_job).options(num_gpus=tp, max_retries=0, num_returns="streaming")
-        cap = self.plan.parallel if isinstance(self.plan.parallel, int) else len(works)
+        task = ray.remote(_run_job)
+        cap = self.parallel if isinstance(self.parallel, int) else len(works)
         todo = [(w, 1) for w in works]
         free_slots = list(range(cap))
         running: dict[int, tuple[threading.Thread, list]] = {}
         self.refs = []
+        started = 0
         try:
             while todo or running:
                 while todo and free_slots and not self.cancelled:
                     work, attempt = todo.pop(0)
                     slot = free_slots.pop(0)
                     outcome: list = []
-                    ref = task.remote(ctx, work, slot)
+                    # One task per server, asking for the GPUs its tensor parallelism needs.
+                    ref = task.options(num_gpus=work.server.profile.tensor_parallel_size, max_retries=0,
+                                       num_returns="streaming").remote(ctx, work, slot)
                     self.refs.append(ref)
-                    self.launches += 1
+                    started += 1
                     thread = threading.Thread(target=_consume, args=(ray, ref, writer, outcome), daemon=True)
                     thread.start()
                     running[slot] = (thread, [work, attempt, outcome])
@@ -152,39 +156,41 @@ class OnCluster:
                     free_slots.append(slot)
                     lost = outcome[1] if len(outcome) > 1 else None
                     if lost is not None and not self.cancelled:
-                        self._redo(work, attempt, outcome[0], lost, writer, todo)
+                        _redo(work, attempt, outcome[0], lost, writer, todo)
                 if self.cancelled and not running:
                     break
         except KeyboardInterrupt:
-            self.stop_all()
+            self.stop()
             raise
-        finally:
-            writer.close()
+        return started
 
-    def _redo(self, work: Work, attempt: int, completed: set[int], error: str, writer, todo: list) -> None:
-        rest = [r for r in work.runs if work.ids[r.key] not in completed]
-        if not rest:
-            return
-        run_ids = [work.ids[r.key] for r in rest]
-        writer.put(("rec", "reset_runs", (run_ids,), {}))
-        label = f"{work.server.method}" + ("" if work.server.n is None else f" N={work.server.n}")
-        if attempt >= MAX_ATTEMPTS:
-            for run_id in run_ids:
-                writer.put(("rec", "run_failed", (run_id, f"its Ray worker was lost {attempt} times: {error}", ""), {}))
-            return
-        print(f"cluster: the worker serving {label} was lost ({error}); its {len(rest)} unfinished run(s) "
-              "go to another", file=sys.stderr)
-        todo.append((replace(work, runs=rest), attempt + 1))
-
-    def stop_all(self) -> None:
-        """Stop: every task is cancelled; killing its worker stops its server (die_with_parent)."""
+    def stop(self) -> None:
+        """Every task is cancelled; killing its worker stops its server (die_with_parent)."""
         self.cancelled = True
         ray = _ray()
-        for ref in getattr(self, "refs", []):
+        for ref in self.refs:
             try:
                 ray.cancel(ref, force=True)
             except Exception:  # noqa: BLE001 - a task already finished
                 pass
+
+
+def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: outbox.Writer, todo: list) -> None:
+    """A lost worker's unfinished runs cleared and queued for a new task, or failed after
+    MAX_ATTEMPTS."""
+    rest = [r for r in work.runs if work.ids[r.key] not in completed]
+    if not rest:
+        return
+    run_ids = [work.ids[r.key] for r in rest]
+    writer.put(("rec", "reset_runs", (run_ids,), {}))
+    label = f"{work.server.method}" + ("" if work.server.n is None else f" N={work.server.n}")
+    if attempt >= MAX_ATTEMPTS:
+        for run_id in run_ids:
+            writer.put(("rec", "run_failed", (run_id, f"its Ray worker was lost {attempt} times: {error}", ""), {}))
+        return
+    print(f"cluster: the worker serving {label} was lost ({error}); its {len(rest)} unfinished run(s) "
+          "go to another", file=sys.stderr)
+    todo.append((replace(work, runs=rest), attempt + 1))
 
 
 def _consume(ray, ref, writer: outbox.Writer, outcome: list) -> None:
@@ -201,8 +207,3 @@ def _consume(ray, ref, writer: outbox.Writer, outcome: list) -> None:
     except ray.exceptions.RayError as exc:
         text = str(exc).strip().splitlines()
         outcome.append(text[0][:200] if text else type(exc).__name__)
-
-
-def on_cluster(runner_class: type, cluster: Cluster) -> type:
-    """`runner_class` (Runner or AdaptiveRunner) whose servers run as tasks on `cluster`."""
-    return type(f"{runner_class.__name__}OnCluster", (OnCluster, runner_class), {"cluster": cluster})

@@ -60,7 +60,9 @@ class Work:
         return [self.ids[r.key] for r in self.runs]
 
 
-class ServerJob(Measurement):
+class ServerJob:
+    """One server's job; the measuring is the `Measurement` it makes once its server answers."""
+
     def __init__(self, ctx: Context, work: Work, slot: Slot, sender: Sender):
         self.ctx = ctx
         self.work = work
@@ -68,16 +70,13 @@ class ServerJob(Measurement):
         self.record = sender.record
         self.emit = sender.emit
         self.sweep_id = ctx.sweep_id
-        self.scrape_interval_s = ctx.scrape_interval_s
-        self._prompts = ctx.prompts
-        self.warnings = {k: list(v) for k, v in work.warnings.items()}
         self.readings: dict[int, list[dict]] = {}
         self.settled: set[int] = set()
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.sampler: telemetry.Sampler | None = None
         self.srv = None
-        self.clients: pool.ClientPool | None = None
+        self.measurement: Measurement | None = None
         self.cancelled = False
         self._last_beat = 0.0
 
@@ -87,13 +86,16 @@ class ServerJob(Measurement):
         now = time.time()
         if now - self._last_beat > HEARTBEAT_S:
             self._last_beat = now
-            self._flush_logs()
-            self._flush_telemetry()
+            self._flush()
             self.record.heartbeat(self.sweep_id, now)
         return self.cancelled
 
     def _on_line(self, stream: str, line: str) -> None:
         self.log_queue.put((time.time(), stream, line))
+
+    def _flush(self) -> None:
+        self._flush_logs()
+        self._flush_telemetry()
 
     def _flush_logs(self) -> None:
         rows = []
@@ -133,8 +135,7 @@ class ServerJob(Measurement):
     def _fail(self, run_id: int, error: str, log_tail: str) -> None:
         if self.cancelled:
             return
-        self._flush_logs()
-        self._flush_telemetry()
+        self._flush()
         self.settled.add(run_id)
         self.record.run_failed(run_id, error, log_tail)
         self.emit(events.RunFailed(run=run_id, error=error))
@@ -206,15 +207,18 @@ class ServerJob(Measurement):
         self.record.server_environment(self.work.run_ids, environment)
         self.record.server_provenance(self.work.run_ids, self._provenance(server, spec, list(srv.tail),
                                                                           environment["vllm_server"]))
-        seen: set[str] = set()
-        self.clients = pool.ClientPool(spec.base_url, srv.api_key, server.served_name,
-                                       pool.processes_for(max(r.concurrency for r in todo)))
+        clients = pool.ClientPool(spec.base_url, srv.api_key, server.served_name,
+                                  pool.processes_for(max(r.concurrency for r in todo)))
+        self.measurement = Measurement(srv, clients, self.record, self.emit, sweep_id=self.sweep_id,
+                                       scrape_interval_s=self.ctx.scrape_interval_s, app=self.ctx.app,
+                                       prompts=self.ctx.prompts, warnings=self.work.warnings,
+                                       before_sample=self._flush)
         try:
-            self.clients.start()
+            clients.start()
             for r in todo:
                 if self.cancelled:
                     break
-                ok = self._measure_one(r, srv, seen)
+                ok = self._measure_one(r, srv)
                 if self.cancelled:
                     break
                 if not ok and not srv.alive:
@@ -226,11 +230,11 @@ class ServerJob(Measurement):
                 if ids[r.key] not in self.settled:
                     self._fail(ids[r.key], str(exc), "")
         finally:
-            self.clients.close()
+            clients.close()
             srv.stop()
             self._flush_logs()
 
-    def _measure_one(self, r: Run, srv, seen: set[str]) -> bool:
+    def _measure_one(self, r: Run, srv) -> bool:
         """One run measured and recorded; False when it failed."""
         run_id = self.work.ids[r.key]
         self.log_run_id = run_id
@@ -238,10 +242,12 @@ class ServerJob(Measurement):
                                     **self._slot_fields()))
         self.record.run_started(run_id)
         try:
-            summary = asyncio.run(self._measure(run_id, r, srv, seen))
+            summary, span = asyncio.run(self.measurement.measure(run_id, r))
         except RunFailed as exc:
             self._fail(run_id, str(exc), srv.log_tail())
             return False
+        self._flush_telemetry()
+        summary.update(self._energy(run_id, span, summary["output_tokens"]))
         if self.cancelled:
             return True
         self._flush_logs()
@@ -257,6 +263,16 @@ class ServerJob(Measurement):
         self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary["output_tok_s"],
                                      mal=summary["mal"], acceptance_rate=summary["acceptance_rate"]))
         return True
+
+    def _energy(self, run_id: int, span: tuple[float, float], output_tokens: int) -> dict:
+        """The run's energy from this job's GPU readings over its window (a second either side:
+        the sampler's readings are that far apart)."""
+        t0, t1 = span
+        rows = [x for x in self.readings.get(run_id, []) if t0 - 1.0 <= x["t"] <= t1 + 1.0]
+        figures = telemetry.energy(rows, t0, t1)
+        if figures.get("energy_j") is not None and output_tokens:
+            figures["joules_per_token"] = figures["energy_j"] / output_tokens
+        return figures
 
     def _slot_fields(self) -> dict:
         """The slot and its GPUs on the events of a parallel sweep (a serial one leaves them out)."""

@@ -10,13 +10,14 @@ import asyncio
 import json
 import subprocess
 import time
+from typing import Callable
 
 import httpx
 
 from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
 from workbench.analysis import alarms
-from workbench.metrics import steady_state, telemetry
+from workbench.metrics import steady_state
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
 from workbench.sweep.window import per_request_window, prefix_cache, spans, summarize
@@ -27,21 +28,39 @@ CLIENT_CORES_WARNING = 0.5
 
 
 class Measurement:
-    """The measuring half of a server's job (a mixin of `workbench.sweep.job.ServerJob`): it reads
-    nothing from the database, and writes through the job's recorder."""
+    """The measured runs against one running server. Its job (workbench.sweep.job.ServerJob) makes
+    one per server and hands it everything it uses: it reads nothing from the database and knows
+    nothing of the job. `record` is the job's Recorder-shaped sender (workbench.sweep.outbox)."""
 
-    async def _scrape(self, client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
-        response = await client.get(url)
-        response.raise_for_status()
-        return metrics.parse(response.text, time.time())
+    def __init__(self, srv: launch.LocalServer, clients: pool.ClientPool, record, emit: events.Emit, *,
+                 sweep_id: int, scrape_interval_s: float, app: app_cpu.Watched | None,
+                 prompts: dict[str, list[workloads.Prompt]], warnings: dict[int, list[str]],
+                 before_sample: Callable[[], None]):
+        self.srv = srv
+        self.clients = clients
+        self.record = record
+        self.emit = emit
+        self.sweep_id = sweep_id
+        self.scrape_interval_s = scrape_interval_s
+        self.app = app
+        # The sweep's workloads, shared by its jobs: one read (or download) per workload.
+        self.prompts = prompts
+        self.warnings = {k: list(v) for k, v in warnings.items()}
+        # The job's housekeeping (its log lines and GPU readings so far), written before each sample.
+        self.before_sample = before_sample
+        # The prompts this server has answered: a repeat of one tells suffix decoding the answer.
+        self.seen: set[str] = set()
 
-    async def _measure(self, run_id: int, r: Run, srv: launch.LocalServer, seen: set[str]) -> dict:
-        if r.workload not in self._prompts:
+    async def measure(self, run_id: int, r: Run) -> tuple[dict, tuple[float, float]]:
+        """The run's figures, and the wall-clock span of its window (its energy is computed from
+        the job's GPU readings over that span); raises RunFailed."""
+        srv, seen = self.srv, self.seen
+        if r.workload not in self.prompts:
             try:
-                self._prompts[r.workload] = workloads.load(r.workload)
+                self.prompts[r.workload] = workloads.load(r.workload)
             except workloads.WorkloadError as exc:
                 raise RunFailed(str(exc)) from None
-        prompts = workloads.sample(self._prompts[r.workload], r.num_prompts, seed=r.repeat)
+        prompts = workloads.sample(self.prompts[r.workload], r.num_prompts, seed=r.repeat)
         sampling = load.Sampling(r.max_tokens, r.temperature, r.top_p, r.ignore_eos)
         metrics_url = srv.spec.base_url + "/metrics"
         seen_before = any(p.id in seen for p in prompts)
@@ -52,7 +71,7 @@ class Measurement:
                 warnings = stored + [sanity.SUFFIX_REUSE]
                 self.warnings[run_id] = warnings
         self.record.prompts_seen(run_id, seen_before, warnings)
-        clients: pool.ClientPool = self.clients
+        clients = self.clients
         if r.warmup:
             # At the run's own concurrency, so the batch sizes the window will use have been run.
             count = max(r.warmup, r.concurrency)
@@ -69,7 +88,7 @@ class Measurement:
             await asyncio.to_thread(clients.run, prompts, primer, r.concurrency)
         async with httpx.AsyncClient(timeout=10.0) as client:
             try:
-                before = await self._scrape(client, metrics_url)
+                before = await _scrape(client, metrics_url)
             except httpx.HTTPError as exc:
                 raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
@@ -89,7 +108,7 @@ class Measurement:
 
             task = asyncio.create_task(sampler())
             # The app's CPU over the same span the client processes time their own.
-            app_window = app_cpu.Window(self.ctx.app)
+            app_window = app_cpu.Window(self.app)
             try:
                 outcome = await asyncio.to_thread(clients.run, prompts, sampling, r.concurrency, r.request_rate,
                                                   r.repeat, on_result)
@@ -136,16 +155,10 @@ class Measurement:
                               None if own else win.generation_tokens, win.requests_finished, state["counts"],
                               imposed=r.server.what_if)
         summary["alarms"] = alarms.encode(raised)
-        self._flush_telemetry()
-        rows = [x for x in self.readings.get(run_id, []) if t_wall0 - 1.0 <= x["t"] <= t_wall1 + 1.0]
-        figures = telemetry.energy(rows, t_wall0, t_wall1)
-        if figures.get("energy_j") is not None and summary["output_tokens"]:
-            figures["joules_per_token"] = figures["energy_j"] / summary["output_tokens"]
-        summary.update(figures)
-        return summary
+        return summary, (t_wall0, t_wall1)
 
     async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
-        snap = await self._scrape(client, url)
+        snap = await _scrape(client, url)
         w = metrics.window(before, snap)
         last: metrics.Snapshot = state["last"]
         dt = snap.t - last.t
@@ -165,8 +178,7 @@ class Measurement:
                       "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         state["counts"].append((t, w.drafts, w.accepted))
         rows, state["rows"] = state["rows"], []
-        self._flush_logs()
-        self._flush_telemetry()
+        self.before_sample()
         self.record.sample(self.sweep_id, sample, positions, rows)
         state["last"] = snap
         self.emit(events.Progress(run=run_id, done=state["done"], total=r.num_prompts, t=round(t, 2),
@@ -189,6 +201,12 @@ def window_warnings(client_cpu_s: float, app_cpu_s: float | None, wall_s: float)
 
 class RunFailed(Exception):
     pass
+
+
+async def _scrape(client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
+    response = await client.get(url)
+    response.raise_for_status()
+    return metrics.parse(response.text, time.time())
 
 
 def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:

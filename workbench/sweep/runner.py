@@ -1,9 +1,9 @@
 """Executes a plan: one vLLM server per configuration, measured runs against it, all into SQLite.
 
-The configurations are spread over GPU slots (workbench.host.slots): one server per slot at a
-time, each slot a thread running one configuration's job after another (workbench.sweep.job), and
-one writer thread applying what every job writes (workbench.sweep.outbox). With one slot, the
-serial sweep, the configurations run one after the other in plan order.
+Each configuration's runs are one job (workbench.sweep.job), handed to the executor the runner
+was given (workbench.sweep.executor): by default a thread per GPU slot (workbench.host.slots), one
+server per slot at a time; with one slot, the serial sweep, the configurations run one after the
+other in plan order. One writer thread applies what every job writes (workbench.sweep.outbox).
 
 Resumable: runs already completed for the same plan in the same database are skipped; a run that
 was interrupted (runner killed) is redone from scratch. Progress goes out as JSON lines.
@@ -14,19 +14,17 @@ from __future__ import annotations
 import json
 import os
 import platform
-import queue
-import threading
 import time
 
 from workbench import events, launch, store
 from workbench.analysis import lossless
 from workbench.host import engine, gpus
-from workbench.host.slots import Slot
 from workbench.load import workloads
 from workbench.plan import Plan, Run, knownbad, sanity
 from workbench.plan.profiles import Profile
 from workbench.sweep import app_cpu, outbox
-from workbench.sweep.job import Context, ServerJob, Work
+from workbench.sweep.executor import Executor, ThreadExecutor
+from workbench.sweep.job import Context, Work
 from workbench.sweep.measure import WARMUP_PROMPT, RunFailed
 from workbench.sweep.window import model_runner, per_request_window, summarize
 
@@ -57,7 +55,7 @@ class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: events.Emit | None = None, scrape_interval_s: float = SCRAPE_INTERVAL_S,
                  events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None,
-                 slots: list[Slot] | None = None):
+                 executor: Executor | None = None):
         self.plan = plan
         self.db_path = db_path
         self.profile = plan.runs[0].server.profile if plan.runs else Profile()
@@ -69,7 +67,8 @@ class Runner:
         self.db = store.open_db(db_path)
         store.check_integrity(self.db, db_path)
         self.record = store.Recorder(self.db)
-        self.slots = slots or [Slot(0, None)]
+        # Where the servers run: threads over this host's GPU slots unless told otherwise.
+        self.executor: Executor = executor or ThreadExecutor()
         self.cancelled = False
         self.events_path = events_path
         self.sweep_id: int | None = None
@@ -79,8 +78,6 @@ class Runner:
         self.ids: dict[str, int] = {}
         self.done = 0
         self.launches = 0
-        self.jobs: list[ServerJob] = []
-        self._lock = threading.Lock()
         self.t0 = time.time()
 
     # --- bookkeeping -------------------------------------------------------------------------
@@ -167,63 +164,23 @@ class Runner:
                        self.scrape_interval_s, self._prompts, app=app_cpu.from_env())
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
-        """Every server configuration of the given runs, as many at once as there are slots."""
+        """Every server configuration of the given runs, through the runner's executor."""
         works = self.works(pending, total)
         if not works or self.cancelled:
             return
         writer = outbox.Writer(self.db_path, self.emit).start()
-        todo: queue.Queue = queue.Queue()
-        for work in works:
-            todo.put(work)
-        ctx = self.context()
-        errors: list[BaseException] = []
-
-        def slot_loop(slot: Slot) -> None:
-            sender = writer.sender()
-            while not self.cancelled:
-                try:
-                    work = todo.get_nowait()
-                except queue.Empty:
-                    return
-                job = ServerJob(ctx, work, slot, sender)
-                with self._lock:
-                    self.jobs.append(job)
-                    self.launches += 1
-                    job.cancelled = self.cancelled
-                try:
-                    job.run()
-                except BaseException as exc:  # noqa: BLE001 - raised again in the runner's thread
-                    errors.append(exc)
-                    return
-
-        threads = [threading.Thread(target=slot_loop, args=(slot,), daemon=True, name=f"slot-{slot.index}")
-                   for slot in self.slots[:len(works)]]
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.25)
+            self.launches += self.executor.run(works, self.context(), writer)
         except KeyboardInterrupt:
-            self.stop_all()
-            for t in threads:
-                t.join(60)
+            self.cancelled = True  # the executor stopped what was in flight
             raise
         finally:
             writer.close()
-        if errors:
-            raise errors[0]
 
     def stop_all(self) -> None:
         """Stop: every server in flight is stopped at once; no new one starts."""
         self.cancelled = True
-        with self._lock:
-            jobs = list(self.jobs)
-        stoppers = [threading.Thread(target=job.stop, daemon=True) for job in jobs]
-        for t in stoppers:
-            t.start()
-        for t in stoppers:
-            t.join(40)
+        self.executor.stop()
 
     def finish_sweep(self, extra: dict | None = None) -> dict:
         if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume

@@ -12,6 +12,7 @@ from workbench.checkpoints import demo
 from workbench.host import engine
 from workbench.load import workloads
 from workbench.sweep import cluster as ray_cluster
+from workbench.sweep import executor as sweep_executor
 from workbench.sweep import runner, scheduler
 from workbench.sweep.adaptive import AdaptiveRunner
 
@@ -104,11 +105,11 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
         except demo.DemoModelError as exc:
             raise RunError(str(exc)) from None
     runner_class = AdaptiveRunner if p.mode == "adaptive" else runner.Runner
-    if cluster is not None:
-        runner_class = ray_cluster.on_cluster(runner_class, cluster)
+    executor = (ray_cluster.RayExecutor(cluster, p.parallel) if cluster is not None
+                else sweep_executor.ThreadExecutor(slots))
     try:
         sweep = runner_class(p, str(Path(db_path or paths.default_db())), vllm, emit=emit, events_path=events_path,
-                             prompts=prompts, slots=slots)
+                             prompts=prompts, executor=executor)
     except store.StoreError as exc:
         raise RunError(str(exc)) from None
     if on_start is not None:
