@@ -130,3 +130,18 @@ def test_rows_of_a_table_the_local_schema_lacks_are_skipped(tmp_path):
     mirror.reset_run("no_such_table", 1)
     mirror.reset_run("samples", 99)  # a run it never received
     assert "no_such_table" not in local.table_names()
+
+
+def test_the_stream_keeps_why_the_hosts_sweep_stopped(tmp_path):
+    local = store.open_db(tmp_path / "local.sqlite")
+    out = io.StringIO()
+    stream = Stream(RemoteHost("box"), Launched(0, "ev.jsonl", "host.sqlite", "", ""), local, out)
+    for n, event in enumerate([events.RunFailed(run=1, error="no server"),
+                               events.SweepFinished(experiment=1, seconds=3.0, error="the results database cannot be used: disk I/O error")]):
+        assert stream.receive(P.EventLine(events.dumps(event), 10 * (n + 1))) is False
+    assert stream.error == "the results database cannot be used: disk I/O error" and stream.offset == 20
+    assert [events.parse(line) for line in out.getvalue().splitlines()][-1].error == stream.error
+    # Lines that are not events pass through untouched.
+    for line in ("[1, 2]", "not json"):
+        stream.receive(P.EventLine(line, 30))
+    assert out.getvalue().splitlines()[-2:] == ["[1, 2]", "not json"]

@@ -36,6 +36,7 @@ class Stream:
         self.mirror.on_rows = self._rows(on_rows)
         self.connections = 0
         self.stopped = False
+        self.error: str | None = None  # why the host's sweep stopped, from its end event
 
     def _rows(self, then):
         def on_rows(table: str, rows: list[dict], now: float) -> None:
@@ -73,9 +74,13 @@ class Stream:
             event = json.loads(line)
         except ValueError:
             return line
+        if not isinstance(event, dict):
+            return line
         for key, table in (("run", "runs"), ("experiment", "experiments")):
             if isinstance(event.get(key), int):
                 event[key] = self.mirror.ids[table].get(event[key], event[key])
+        if event.get("event") == "sweep_finished" and isinstance(event.get("error"), str):
+            self.error = event["error"]
         return json.dumps(event, separators=(",", ":"))
 
     def _connect_once(self) -> bool:
