@@ -26,6 +26,7 @@ WIRE = {
     '{"k":"end"}': P.End(),
     # The local side's first line, which carried no kind before.
     '{"cursors":{"samples":4},"signature":{"samples":{"1":[4,4]}}}': P.Resume({"samples": 4}, {"samples": {"1": [4, 4]}}),
+    '{}': P.Resume(),
 }
 
 

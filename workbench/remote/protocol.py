@@ -87,8 +87,8 @@ def decode(line: str | bytes) -> Message | None:
         return None
     if not isinstance(obj, dict):
         return None
-    # Earlier versions sent the resume point without a kind.
-    kind = obj.get("k", "resume" if "cursors" in obj else None)
+    # Earlier versions sent the resume point without a kind ({} for an empty mirror).
+    kind = obj.get("k", "resume" if "cursors" in obj or not obj else None)
     try:
         match kind:
             case "rows":
