@@ -309,10 +309,9 @@ class MainWindow(QMainWindow):
         self.show_latest()
         if self.tabs.currentWidget() is self.live and self.compare.rows:
             self.tabs.setCurrentWidget(self.compare)
-        # The runner's last word, when it is an error (warnings and progress lines come before it).
-        last = (sweep.stderr_tail(1) if sweep else "").strip()
-        if last.startswith("draftbench:") and not last.startswith("draftbench: warning:"):
-            QMessageBox.warning(self, "Sweep", last)
+        failure = sweep.failure() if sweep else None
+        if failure:
+            QMessageBox.warning(self, "Sweep", failure)
 
     def stop_sweep(self) -> None:
         if self.sweep is not None:

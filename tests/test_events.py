@@ -67,6 +67,9 @@ def test_the_field_names_are_the_wire_format():
         '{"event":"run_finished","run":7,"label":"b","output_tok_s":88.5,"mal":null,"acceptance_rate":null}':
             events.RunFinished(run=7, label="b", output_tok_s=88.5, mal=None, acceptance_rate=None),
         '{"event":"sweep_finished","cancelled":true}': events.SweepFinished(cancelled=True),
+        # A sweep stopped by an error: the line the app's warning comes from.
+        '{"event":"sweep_finished","experiment":3,"seconds":4.5,"cancelled":false,"error":"the results database cannot be used: disk I/O error"}':
+            events.SweepFinished(experiment=3, seconds=4.5, error="the results database cannot be used: disk I/O error"),
         '{"event":"progress","step":"responses","done":2,"total":4}': events.Progress(step="responses", done=2, total=4),
         '{"event":"server_starting","command":"vllm serve m"}': events.ServerStarting(command="vllm serve m"),
         '{"event":"step_finished","step":"prompts","prompts":4,"seconds":0.1}':

@@ -383,6 +383,8 @@ def test_disk_full_while_writing_the_database(demo_models, tmp_path):
     assert kinds.count("run_finished") >= 1 and "disk_full" in kinds, done.stderr[-3000:]
     _one_line(done, "draftbench: the results database cannot be used: ")
     assert "free some disk space, then run the same plan again to resume" in done.stderr
+    # The sweep's end event carries the same line, for the app that follows the events.
+    assert kinds[-1] == "sweep_finished" and f"draftbench: {events[-1]['error']}" in done.stderr.splitlines()
     runs = _runs(db)
     assert runs["baseline N=None c=1"]["status"] == "completed"
     # The run finished before the limit is stored whole; nothing stored was damaged; and every run

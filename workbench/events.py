@@ -89,13 +89,15 @@ class SweepStarted(Event):
 
 @_record
 class SweepFinished(Event):
-    """The sweep's summary; an interrupted sweep sends `cancelled` alone."""
+    """The sweep's summary; an interrupted sweep sends `cancelled` alone, and one stopped by an
+    error (the database refusing a write) its experiment, seconds and `error`, one line saying why."""
     KIND = Kind.SWEEP_FINISHED
     experiment: int | None = None
     seconds: float | None = None
     completed: int | None = None
     failed: int | None = None
     cancelled: bool = False
+    error: str | None = None
     launches: int | None = None          # adaptive sweeps: servers started
     recommendations: list | None = None  # adaptive sweeps: each context's Recommendation, as JSON
 

@@ -34,6 +34,26 @@ class Sweep(Child):
 
     final = (events.SweepFinished,)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.end: events.SweepFinished | None = None  # its end event, once read
+        self.event.connect(self._note_end)
+
+    def _note_end(self, event: events.Event) -> None:
+        if isinstance(event, events.SweepFinished):
+            self.end = event
+
+    def failure(self) -> str | None:
+        """Why the sweep stopped, in one line; None when it ran to its end or was stopped.
+        Its end event says it. A runner that stopped before its sweep began (a plan it refused, no
+        vLLM) sends no end event: then its last stderr line, when that is an error."""
+        if self.end is not None:
+            return self.end.error
+        last = self.stderr_tail(1).strip()
+        if last.startswith("draftbench:") and not last.startswith("draftbench: warning:"):
+            return last.removeprefix("draftbench:").strip()
+        return None
+
     @classmethod
     def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None,
               ray: str | None = None) -> "Sweep":

@@ -278,7 +278,8 @@ class LivePage(LiveCharts, QWidget):
             self._update_eta()
         elif isinstance(event, events.SweepFinished):
             self.stop_button.setEnabled(False)
-            self.eta.setText("cancelled" if event.cancelled else "sweep finished")
+            self.eta.setText("cancelled" if event.cancelled else f"sweep failed: {event.error}" if event.error
+                             else "sweep finished")
         elif isinstance(event, events.Alarm):
             self._show_alarms(self.alarm_lines + [f"run {event.run}: {event.message}"])
         elif isinstance(event, events.AdaptiveStarted):

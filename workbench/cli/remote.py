@@ -211,6 +211,8 @@ def follow(args, host, launched) -> int:
         print(f"draftbench: stopped following; the run goes on on {host.label} (pid {launched.pid})", file=sys.stderr)
         return 130
     print(f"remote: {stream.lag_summary()}", file=sys.stderr)
+    if stream.error:  # the host's sweep stopped on an error: said here as a local one is
+        raise CliError(f"{host.label}: {stream.error}")
     failed = store.failed_runs_of_sweep(local, launched.pid, launched.events)
     return 0 if failed == 0 else 1
 

@@ -1,7 +1,8 @@
 """The host side of a remote run: `python -m workbench.remote.agent COMMAND`, started over SSH.
 
 Stdlib, the store and the process helper only, so it answers quickly on the host. Every reply is JSON on stdout;
-`follow` writes one JSON object per line until the sweep's runner is gone and all is sent.
+`follow` reads where the local mirror stands and writes the stream's messages (workbench.remote.protocol),
+one per line, until the sweep's runner is gone and all is sent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from workbench import __version__, store
 from workbench.host import gpus, process
+from workbench.remote import protocol
 from workbench.usecases import doctor
 
 # Rows of store.RUN_TABLES are only ever appended (streamed by id); those of store.MUTABLE_TABLES
@@ -70,18 +72,18 @@ def launch(args) -> int:
 class Follower:
     """Sends the rows the local mirror lacks, then new ones as they are written, and the events."""
 
-    def __init__(self, db_path: str, events_path: str | None, offset: int, state: dict, out=sys.stdout):
+    def __init__(self, db_path: str, events_path: str | None, offset: int, resume: protocol.Resume, out=sys.stdout):
         self.source = store.Source(db_path)
         self.events_path = events_path
         self.offset = offset
         self.out = out
-        self.cursors = {t: int(state.get("cursors", {}).get(t) or 0) for t in store.RUN_TABLES}
+        self.cursors = {t: int(resume.cursors.get(t) or 0) for t in store.RUN_TABLES}
         self.sent: dict[tuple[str, int], str] = {}
-        self.local_signature = state.get("signature", {})
+        self.local_signature = resume.signature
         self.status: dict[int, str] = {}
 
-    def send(self, message: dict) -> None:
-        self.out.write(json.dumps(message, separators=(",", ":")) + "\n")
+    def send(self, message: protocol.Message) -> None:
+        self.out.write(protocol.encode(message) + "\n")
 
     def reconcile(self) -> None:
         """Runs whose rows differ from the local copy (a resumed run rewrites its rows, and SQLite
@@ -100,10 +102,10 @@ class Follower:
                     continue
                 # Rows above the cursor arrive by streaming anyway; the rest is sent whole.
                 if run_id in local or lowest[run_id] <= self.cursors[table]:
-                    self.send({"k": "reset", "t": table, "run": int(run_id)})
+                    self.send(protocol.Reset(table, int(run_id)))
                     rows = self.source.rows_of_run(table, int(run_id))
                     for i in range(0, len(rows), BATCH):
-                        self.send({"k": "rows", "t": table, "rows": rows[i:i + BATCH]})
+                        self.send(protocol.Rows(table, rows[i:i + BATCH]))
 
     def poll(self) -> int:
         """One consistent snapshot (a read transaction): parents first, then the children."""
@@ -124,7 +126,7 @@ class Follower:
                             self._reset_run(row["id"], tables)
                         self.status[row["id"]] = row["status"]
                 if changed:
-                    self.send({"k": "rows", "t": table, "rows": changed})
+                    self.send(protocol.Rows(table, changed))
                     sent += len(changed)
             for table in store.RUN_TABLES:
                 if table not in tables:
@@ -134,7 +136,7 @@ class Follower:
                     if not rows:
                         break
                     self.cursors[table] = rows[-1]["id"]
-                    self.send({"k": "rows", "t": table, "rows": rows})
+                    self.send(protocol.Rows(table, rows))
                     sent += len(rows)
         return sent
 
@@ -142,7 +144,7 @@ class Follower:
         # A rerun deleted the run's rows; ids above what remains may be handed out again.
         for table in store.RUN_TABLES:
             if table in tables:
-                self.send({"k": "reset", "t": table, "run": run_id})
+                self.send(protocol.Reset(table, run_id))
                 top = self.source.max_id(table)
                 self.cursors[table] = min(self.cursors[table], top)
 
@@ -158,7 +160,7 @@ class Follower:
     def send_events(self, lines: list[bytes]) -> None:
         for line in lines:
             self.offset += len(line) + 1
-            self.send({"k": "ev", "line": line.decode("utf-8", "replace"), "off": self.offset})
+            self.send(protocol.EventLine(line.decode("utf-8", "replace"), self.offset))
 
     def run(self, pid: int | None) -> None:
         self.reconcile()
@@ -172,11 +174,11 @@ class Follower:
             self.send_events(lines)
             if time.time() - beat > 2.0:
                 beat = time.time()
-                self.send({"k": "beat", "t": beat})
+                self.send(protocol.Beat(beat))
             self.out.flush()
             if not running:
                 if n == 0:  # drained after the runner ended
-                    self.send({"k": "end"})
+                    self.send(protocol.End())
                     self.out.flush()
                     return
                 continue
@@ -184,7 +186,11 @@ class Follower:
 
 
 def follow(args) -> int:
-    state = json.loads(sys.stdin.readline() or "{}")
+    line = sys.stdin.readline()
+    resume = protocol.decode(line) if line.strip() else protocol.Resume()
+    if not isinstance(resume, protocol.Resume):
+        print("follow: the first line is not where the local copy stands", file=sys.stderr)
+        return 1
     db = os.path.expanduser(args.db)
     pid = args.pid or None
     while not os.path.exists(db) and pid and process.alive(pid):
@@ -193,7 +199,7 @@ def follow(args) -> int:
         print(f"no database at {db}", file=sys.stderr)
         return 1
     Follower(db, args.events and os.path.expanduser(args.events),
-             args.offset, state).run(pid)
+             args.offset, resume).run(pid)
     return 0
 
 

@@ -11,6 +11,7 @@ import time
 from typing import Callable, TextIO
 
 from workbench import store
+from workbench.remote import protocol
 from workbench.remote.control import Launched, source_of
 from workbench.remote.host import RemoteError, RemoteHost
 
@@ -35,6 +36,7 @@ class Stream:
         self.mirror.on_rows = self._rows(on_rows)
         self.connections = 0
         self.stopped = False
+        self.error: str | None = None  # why the host's sweep stopped, from its end event
 
     def _rows(self, then):
         def on_rows(table: str, rows: list[dict], now: float) -> None:
@@ -72,9 +74,13 @@ class Stream:
             event = json.loads(line)
         except ValueError:
             return line
+        if not isinstance(event, dict):
+            return line
         for key, table in (("run", "runs"), ("experiment", "experiments")):
             if isinstance(event.get(key), int):
                 event[key] = self.mirror.ids[table].get(event[key], event[key])
+        if event.get("event") == "sweep_finished" and isinstance(event.get("error"), str):
+            self.error = event["error"]
         return json.dumps(event, separators=(",", ":"))
 
     def _connect_once(self) -> bool:
@@ -88,35 +94,42 @@ class Stream:
         errors: list[str] = []
         reader = threading.Thread(target=lambda: errors.extend(self.proc.stderr), daemon=True)
         reader.start()
-        self.proc.stdin.write(json.dumps(self.mirror.state()) + "\n")
+        state = self.mirror.state()
+        self.proc.stdin.write(protocol.encode(protocol.Resume(state["cursors"], state["signature"])) + "\n")
         self.proc.stdin.close()
         ended = False
         self.heard = False
         for line in self.proc.stdout:
             self.heard = True
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            kind = message.get("k")
-            if kind == "ev":
-                self.events_out.write(self.local_event(message["line"]) + "\n")
-                self.events_out.flush()
-                self.offset = message["off"]
-            elif kind in ("rows", "reset"):
-                try:
-                    self.mirror.apply(message)
-                except store.DatabaseError as exc:
-                    self.stop()
-                    raise RemoteError(f"the local database refused rows of {message.get('t')} "
-                                      f"from {self.host.label}: {exc}") from None
-            elif kind == "end":
-                ended = True
+            ended = self.receive(protocol.decode(line)) or ended
         code = self.proc.wait()
         reader.join(timeout=2)
         if not ended and not self.stopped:
             self.last_error = self.host.explain(code, "".join(errors)) if code else "the stream ended early"
         return ended
+
+    def receive(self, message: protocol.Message | None) -> bool:
+        """Applies one message of the agent's (None: a line that was not one); True once it says
+        everything is sent. Raises RemoteError when the local database refuses rows."""
+        match message:
+            case protocol.EventLine(text, offset):
+                self.events_out.write(self.local_event(text) + "\n")
+                self.events_out.flush()
+                self.offset = offset
+            case protocol.Rows(table, rows):
+                self._store(table, lambda: self.mirror.apply_rows(table, rows))
+            case protocol.Reset(table, run):
+                self._store(table, lambda: self.mirror.reset_run(table, run))
+            case protocol.End():
+                return True
+        return False
+
+    def _store(self, table: str, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except store.DatabaseError as exc:
+            self.stop()
+            raise RemoteError(f"the local database refused rows of {table} from {self.host.label}: {exc}") from None
 
     def run(self) -> None:
         deadline = time.time() + self.retry_for_s

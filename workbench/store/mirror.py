@@ -19,7 +19,8 @@ PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", 
 
 
 class Mirror:
-    """Applies one host database's rows (the remote agent's messages) to the local database."""
+    """Applies one host database's rows to the local database, as the host sends them: batches of
+    rows, and the runs whose rows it deleted."""
 
     def __init__(self, db: Database, source: str,
                  on_rows: Callable[[str, list[dict], float], None] | None = None):
@@ -47,21 +48,26 @@ class Mirror:
                 f"WHERE m.source = ? AND m.tbl = ? GROUP BY run.remote_id", [self.source, table])}
         return {"cursors": cursors, "signature": signature}
 
-    def apply(self, message: dict) -> None:
-        table = message.get("t")
+    def apply_rows(self, table: str, rows: list[dict]) -> None:
+        """One batch of a table's rows as the host stores them (host ids, host foreign keys), in
+        one transaction; a table this database does not have is skipped."""
         if table not in self.columns:
             return
         with self.db.conn:
-            if message["k"] == "reset":
-                local_run = self.ids["runs"].get(message["run"])
-                if local_run is not None:
-                    self.db.execute(f"DELETE FROM remote_rows WHERE source = ? AND tbl = ? AND local_id IN "
-                                    f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
-                    self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
-                return
-            rows = [self._apply_row(table, r) for r in message["rows"]]
+            applied = [self._apply_row(table, r) for r in rows]
         if self.on_rows:
-            self.on_rows(table, [r for r in rows if r], time.time())
+            self.on_rows(table, [r for r in applied if r], time.time())
+
+    def reset_run(self, table: str, run: int) -> None:
+        """The host deleted its run `run`'s rows of `table` (a rerun): the local copies go, so the
+        rows it sends next, whatever ids they reuse, are stored afresh."""
+        local_run = self.ids.get("runs", {}).get(run)
+        if table not in self.columns or local_run is None:
+            return
+        with self.db.conn:
+            self.db.execute(f"DELETE FROM remote_rows WHERE source = ? AND tbl = ? AND local_id IN "
+                            f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
+            self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
 
     def _apply_row(self, table: str, row: dict) -> dict | None:
         remote_id = row["id"]

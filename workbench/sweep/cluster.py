@@ -89,7 +89,7 @@ def _run_job(ctx: Context, work: Work, slot_index: int):
     logical = ctx.vllm.build == "cpu" or profile.platform == "cpu"
     slot = Slot(slot_index, tuple(int(g) for g in ray.get_gpu_ids()), logical)
     messages: queue.Queue = queue.Queue()
-    job = ServerJob(ctx, work, slot, outbox.Sender(messages.put))
+    job = ServerJob(ctx, work, slot, outbox.Sender(lambda message: messages.put(outbox.encode(message))))
     failed: list[BaseException] = []
 
     def run() -> None:
@@ -182,11 +182,11 @@ def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: out
     if not rest:
         return
     run_ids = [work.ids[r.key] for r in rest]
-    writer.put(("rec", "reset_runs", (run_ids,), {}))
+    writer.put(outbox.ResetRuns(run_ids))
     label = f"{work.server.method}" + ("" if work.server.n is None else f" N={work.server.n}")
     if attempt >= MAX_ATTEMPTS:
         for run_id in run_ids:
-            writer.put(("rec", "run_failed", (run_id, f"its Ray worker was lost {attempt} times: {error}", ""), {}))
+            writer.put(outbox.RunFailed(run_id, f"its Ray worker was lost {attempt} times: {error}", ""))
         return
     print(f"cluster: the worker serving {label} was lost ({error}); its {len(rest)} unfinished run(s) "
           "go to another", file=sys.stderr)
@@ -200,10 +200,12 @@ def _consume(ray, ref, writer: outbox.Writer, outcome: list) -> None:
     outcome.append(completed)
     try:
         for batch_ref in ref:
-            for message in ray.get(batch_ref):
-                if message[0] == "rec" and message[1] == "run_completed":
-                    completed.add(message[2][0])
+            for data in ray.get(batch_ref):
+                message = outbox.decode(data)
+                if isinstance(message, outbox.RunCompleted):
+                    completed.add(message.run_id)
                 writer.put(message)
-    except ray.exceptions.RayError as exc:
+    # A message that does not decode (a worker of another version) ends the task as a lost one.
+    except (ray.exceptions.RayError, ValueError) as exc:
         text = str(exc).strip().splitlines()
         outcome.append(text[0][:200] if text else type(exc).__name__)

@@ -11,6 +11,7 @@ was interrupted (runner killed) is redone from scratch. Progress goes out as JSO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -49,6 +50,14 @@ def load_workloads(plan: Plan) -> dict[str, list[workloads.Prompt]]:
     """Every workload of the plan read (benchmarks fetched) before any server starts, so an
     unreachable Hub or a broken file is reported up front; raises WorkloadError."""
     return {name: workloads.load(name) for name in dict.fromkeys(r.workload for r in plan.runs)}
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The one line that says why a sweep stopped, as `draftbench` says it on stderr."""
+    if isinstance(exc, store.DatabaseError):
+        return f"the results database cannot be used: {store.explain(exc)}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class Runner:
@@ -202,6 +211,15 @@ class Runner:
             return
         rows = store.runs_of_experiment(self.db, self.experiment_id)
         self.record.lossless(lossless.figures_for(rows, lambda run_id: store.answers(self.db, run_id)))
+
+    def fail(self, exc: BaseException) -> None:
+        """The sweep stopped on `exc`: its end event says why in one line, so whoever follows
+        the events (the app, a remote stream) learns it with the sweep's end. The database is not
+        touched: it may be what failed."""
+        event = events.SweepFinished(experiment=self.experiment_id, seconds=time.time() - self.t0,
+                                     error=failure_reason(exc))
+        with contextlib.suppress(OSError):  # an events file on the full disk: the exception still says it
+            self.emit(event)
 
     def cancel_running(self) -> None:
         """After an interrupt: the runs in flight are marked cancelled (redone on the next resume)."""

@@ -119,3 +119,6 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
     except KeyboardInterrupt:
         sweep.cancel_running()
         return None
+    except Exception as exc:
+        sweep.fail(exc)
+        raise
