@@ -219,8 +219,14 @@ def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_model
     assert evs[0]["pending"] == 4 - len(completed)
     after = _rows(db_path)
     assert all(r["status"] == "completed" for r in after.values())
+    # The runs completed before the kill are kept as they were; only the lossless check, made at
+    # the end of a sweep over all its runs (the killed one never got there), is added to them.
+    checked = {"accuracy", "graded", "lossless_baseline", "lossless_compared", "lossless_identical",
+               "lossless_prefix", "lossless_turned_wrong", "lossless_turned_right"}
     for label in completed:
-        assert after[label] == before[label]
+        assert {k: v for k, v in after[label].items() if k not in checked} == \
+               {k: v for k, v in before[label].items() if k not in checked}
+    assert all(r["lossless_compared"] for label, r in after.items() if label.startswith("ngram"))
 
 
 TINY = """
