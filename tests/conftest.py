@@ -2,8 +2,10 @@
 a stand-in vLLM server replaying recorded real output, and a results database recorded on GPUs.
 
 Two tiers: every test whose fixtures start a real vLLM server (they all ask for `real_vllm`)
-gets the `vllm` marker at collection; tests that start one through the CLI or the app, or build
-for minutes (the desktop bundle), carry it themselves; `pytest -m "not vllm"` runs the rest."""
+gets the `vllm` marker at collection; tests that start one through the CLI or the app carry it
+themselves, and tests that build for minutes without vLLM (the desktop bundle, a demo model
+rebuild) carry `build`. `pytest -m "vllm or build"` is the slow tier, `-m "not vllm and not build"`
+the fast one."""
 
 from __future__ import annotations
 
@@ -34,11 +36,17 @@ def _markexpr(config) -> str:
     return " ".join((config.option.markexpr or "").split())
 
 
+# The two tiers' selections, as scripts/bootstrap.sh writes them, and the older spellings that
+# predate the `build` marker.
+FAST_TIER = {"not vllm and not build", "not vllm"}
+SLOW_TIER = {"vllm or build", "vllm"}
+
+
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm"`, runs on two workers a core
+    """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm and not build"`, runs on two workers a core
     (up to eight): many of its tests wait on a stand-in server, a child process or a timer, and a
     second worker keeps the core busy meanwhile (on 2 cores: 153-168 s on four workers, 170 s on
-    three, 192-202 s on two). The vLLM tier, `-m vllm`, runs on two workers: a vLLM CPU launch is
+    three, 192-202 s on two). The slow tier, `-m "vllm or build"`, runs on two workers: a vLLM CPU launch is
     three processes importing vLLM one after another, about one core, so two tests' launches
     overlap on two cores (from a clean clone 14.5-16 min, against 33-36 in one process). Its tests
     do not time the servers: what they check holds however slowly a server answers on a loaded
@@ -46,9 +54,9 @@ def pytest_xdist_auto_num_workers(config):
     Anything else, `pytest` alone included, runs in one process."""
     markexpr = _markexpr(config)
     cpus = os.cpu_count() or 1
-    if markexpr == "not vllm":
+    if markexpr in FAST_TIER:
         return min(8, 2 * cpus)
-    if markexpr == "vllm":
+    if markexpr in SLOW_TIER:
         return 2 if cpus >= 2 else 0
     return 0
 
@@ -89,11 +97,11 @@ def pytest_xdist_make_scheduler(config, log):
     `loadgroup`: pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9
     no longer reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
     markexpr = _markexpr(config)
-    if markexpr not in ("vllm", "not vllm"):
+    if markexpr not in FAST_TIER | SLOW_TIER:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    if markexpr == "not vllm":
+    if markexpr in FAST_TIER:
         class FixtureGroups(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
                 module = _module(nodeid)
@@ -109,7 +117,11 @@ def pytest_xdist_make_scheduler(config, log):
     return ServerGroups(config, log)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the mark plugin selects by `-m vllm`
+def _slow(item) -> bool:
+    return bool(item.get_closest_marker("vllm") or item.get_closest_marker("build"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the mark plugin selects by `-m "vllm or build"`
 def pytest_collection_modifyitems(config, items):
     # item.fixturenames is the whole closure, so a fixture built on draft_server counts too.
     for item in items:
@@ -122,8 +134,7 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"{module} uses {fixture}: add it to its set in SHARED in tests/conftest.py, "
                                         "or its servers start twice under two workers")
     # Longest groups first; the order inside a module is kept, as sort is stable.
-    items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if it.get_closest_marker("vllm")
-               else 0)
+    items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if _slow(it) else 0)
 
 
 @pytest.fixture(autouse=True)
