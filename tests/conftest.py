@@ -10,7 +10,6 @@ the fast one."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -20,17 +19,15 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Settings written by the app under test go to a throwaway folder, never the user's.
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 
-from standins.vllm_server import StandinVllm  # noqa: E402
+from helpers.hub import GRANTED, StandInHub, demo_repos  # noqa: E402
+from helpers.plans import DRAFT, NGRAM, demo_plan  # noqa: E402
+from helpers.recorded import DEMO_DB, GPU_DB, copy_db  # noqa: E402
+from helpers.standins.vllm_server import StandinVllm  # noqa: E402
+from helpers.vllm_servers import server_config, start_server  # noqa: E402
 from workbench import launch, plan, store  # noqa: E402
 from workbench.checkpoints import demo  # noqa: E402
-from workbench.host import engine, process, vllm_cli  # noqa: E402
+from workbench.host import engine, vllm_cli  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-# The demo sweep recorded on one H200 GPU (docs/gpu/README.md): baseline, ngram N=2 and 4,
-# draft_model N=1 and 3, each at concurrency 1 and 8, with GPU telemetry and server logs.
-GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
-
 
 def _markexpr(config) -> str:
     return " ".join((config.option.markexpr or "").split())
@@ -174,35 +171,10 @@ def real_vllm(vllm_install) -> engine.VllmInstall:
 
 @pytest.fixture(scope="session")
 def standin_server():
-    """A stand-in for draft_server (the same configuration, recorded: tests/standins/vllm_server.py),
+    """A stand-in for draft_server (the same configuration, recorded: tests/helpers/standins/vllm_server.py),
     shared like it: its counters only grow, so tests read windows, not totals."""
     with StandinVllm("draft_model_n3", api_key="standin-run-key-0123456789abcdef") as server:
         yield server
-
-
-def copy_db(src: Path, dst: Path) -> Path:
-    """A consistent copy through SQLite's backup API; the source is opened immutable, so not even
-    a -shm file appears beside it."""
-    a, b = sqlite3.connect(f"file:{src}?immutable=1", uri=True), sqlite3.connect(dst)
-    try:
-        a.backup(b)
-    finally:
-        a.close()
-        b.close()
-    return dst
-
-
-# The demo sweep recorded on 2 CPU cores: a baseline, n-gram and a draft model, with their rows.
-def stored_runs(path: Path) -> list[dict]:
-    """Every run of a results file, read through the store and closed again."""
-    db = store.open_db(path, readonly=True)
-    try:
-        return store.runs(db)
-    finally:
-        store.close(db)
-
-
-DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
 
 
 @pytest.fixture
@@ -235,25 +207,6 @@ def recorded_db(tmp_path_factory) -> Path:
     return path
 
 
-def server_config(target: str, method: str = "baseline", n=None, draft=None, options=()) -> plan.Server:
-    return plan.Server(target=target, served_name="smollm2", method=method, n=n, draft=draft,
-                       options=tuple(options), max_model_len=2048, dtype="bfloat16", extra_args=(),
-                       env=(), enforce_eager=True, per_request_metrics=method != "baseline")
-
-
-def start_server(config: plan.Server, install: engine.VllmInstall) -> launch.LocalServer:
-    srv = launch.LocalServer(launch.prepare(config, install, launch.free_port()))
-    # An interrupted or killed test run cannot stop its session's server; the kernel does, so no
-    # orphaned server keeps a core busy under the next run.
-    srv.start(preexec=process.die_with_parent)
-    try:
-        srv.wait_healthy(300)
-    except launch.LaunchError as exc:
-        srv.stop()
-        pytest.fail(f"{exc}\n{exc.log_tail}")
-    return srv
-
-
 @pytest.fixture(scope="session")
 def draft_server(demo_models, real_vllm):
     """The demo target with the noisy-copy draft, N=3: shared by every test that only reads from it."""
@@ -264,39 +217,31 @@ def draft_server(demo_models, real_vllm):
     srv.stop()
 
 
-PLAN = """
-name = "{name}"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-{methods}
-[workload]
-num_prompts = 6
-max_tokens = 40
-warmup = 1
-concurrency = [2]
-temperature = 0.0
-[server]
-health_timeout_s = 300
-"""
-METHODS = """
-[[methods]]
-method = "ngram"
-n = 3
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[[methods]]
-method = "draft_model"
-draft = "demo:smollm2-135m-draft-noisy-copy"
-n = 2
-"""
 
 
 @pytest.fixture(scope="session")
 def sweep_db(demo_models, real_vllm, tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
     events = []
-    p = plan.loads(PLAN.format(name="integration", methods=METHODS))
+    p = plan.loads(demo_plan("integration", methods=[NGRAM, DRAFT], target={"dtype": "bfloat16"},
+                             server={"health_timeout_s": 300}))
     summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """The Hub stand-in (tests/helpers/hub.py) with demo_repos, as huggingface_hub's endpoint, and a
+    Hugging Face home of this test's own."""
+    server = demo_repos(StandInHub(granted_tokens={GRANTED})).start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for name in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    # A token saved by `hf auth login` on this machine must not leak into the tests.
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
+    monkeypatch.setattr(hc, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "stored_tokens"))
+    yield server
+    server.stop()

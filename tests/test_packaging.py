@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 
 DESKTOP = ROOT / "resources" / "desktop" / "io.github.draftbench.Draftbench.desktop"
 METAINFO = ROOT / "resources" / "desktop" / "io.github.draftbench.Draftbench.metainfo.xml"
