@@ -168,7 +168,7 @@ def main() -> None:
         pace = getattr(w.live, "pace_note", None)
         rows.append([i, label + (f" (with a {args.history:,}-sample history)" if i == 1 and args.history else ""),
                      f"{wall:.1f}", f"{cpu:.2f}", f"{100 * cpu / wall:.1f}"])
-        spin(2.0)
+        spin(0.2 if args.smoke else 2.0)
     print(f"pace line on the Live page: {pace.text() if pace is not None else '(none)'}")
     w.close()
     shutil.rmtree(_TMP, ignore_errors=True)
