@@ -29,6 +29,7 @@ from workbench.checkpoints import demo  # noqa: E402
 from workbench.host import engine, vllm_cli  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
 
+
 def _markexpr(config) -> str:
     return " ".join((config.option.markexpr or "").split())
 
