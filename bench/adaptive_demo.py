@@ -16,42 +16,29 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the plan builder the tests use (tests/helpers/plans.py)
 
-from workbench import plan, store
-from workbench.analysis import compare, recommend
+from common import SMOKE_HELP, skipped  # noqa: E402
+from helpers.plans import NGRAM, demo_plan  # noqa: E402
+from workbench import plan, store  # noqa: E402
+from workbench.analysis import compare, recommend  # noqa: E402
 from workbench.host import engine  # noqa: E402
 from workbench.sweep.adaptive import AdaptiveRunner  # noqa: E402
 from workbench.sweep.runner import Runner  # noqa: E402
 
-PLAN = """
-name = "adaptive-demo-{mode}"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-[[methods]]
-method = "ngram"
-n = {ns}
-options = {{ prompt_lookup_min = 2, prompt_lookup_max = 4 }}
-[workload]
-num_prompts = {prompts}
-max_tokens = {max_tokens}
-warmup = 1
-concurrency = [{concurrency}]
-repeats = {repeats}
-temperature = 0.0
-[sweep]
-mode = "{mode}"
-[server]
-health_timeout_s = 600
-"""
+
+
+def plan_text(mode: str, args) -> str:
+    return demo_plan(f"adaptive-demo-{mode}", target={"dtype": "bfloat16"}, methods=[{**NGRAM, "n": list(args.n)}],
+                     workload={"num_prompts": args.prompts, "max_tokens": args.max_tokens,
+                               "concurrency": [args.concurrency], "repeats": args.repeats},
+                     sweep={"mode": mode}, server={"health_timeout_s": 600})
 
 
 def sweep(mode: str, args, folder: Path, vllm) -> tuple[dict[int, compare.Config], list[compare.Config], int, float]:
-    text = PLAN.format(mode=mode, ns=list(args.n), prompts=args.prompts, max_tokens=args.max_tokens,
-                       concurrency=args.concurrency, repeats=args.repeats)
+    text = plan_text(mode, args)
     events: list = []
     path = folder / f"{mode}.sqlite"
     t0 = time.monotonic()
@@ -74,7 +61,15 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--db-dir", type=Path, help="keep the two databases here")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
+    if args.smoke:
+        print(f"{'sweep':<11} {'runs planned':>12} {'servers':>8}")
+        for mode in ("exhaustive", "adaptive"):
+            p = plan.loads(plan_text(mode, args))
+            print(f"{mode:<11} {len(p.runs):>12} {len(p.servers()):>8}")
+        skipped("both sweeps (they start vLLM servers)")
+        return 0
     vllm = engine.probe(sys.executable)
     folder = args.db_dir or Path(tempfile.mkdtemp(prefix="adaptive-demo-"))
     folder.mkdir(parents=True, exist_ok=True)

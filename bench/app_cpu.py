@@ -28,7 +28,7 @@ _TMP = Path(tempfile.mkdtemp(prefix="draftbench-app-cpu-"))
 os.environ["DRAFTBENCH_CONFIG_DIR"] = str(_TMP / "config")
 os.environ["DRAFTBENCH_DATA_DIR"] = str(_TMP / "data")
 
-from common import table  # noqa: E402
+from common import SMOKE_HELP, table  # noqa: E402
 
 N_POS = 4
 SIBLINGS = (("baseline", None, None), ("ngram", 2, [0.62, 0.41]), ("ngram", 4, [0.6, 0.4, 0.27, 0.18]))
@@ -106,7 +106,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="each run's window")
     parser.add_argument("--requests-per-s", type=float, default=2.0)
     parser.add_argument("--history", type=int, default=100_000, help="samples the first run already has")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.history = min(args.seconds, 1.0), min(args.history, 200)
 
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
@@ -123,6 +126,8 @@ def main() -> None:
     db_path = _TMP / "bench.sqlite"
     # Where the page in view is, during each run: the user watching it, or looking elsewhere.
     scenarios = [("Live page in view", "live"), ("History page in view", "history"), ("Live page in view", "live")]
+    if args.smoke:
+        scenarios = scenarios[:1]
     ids = make_db(db_path, len(scenarios), args.history)
     # An install described by hand: the window asks nothing about vLLM.
     vllm = engine.VllmInstall(sys.executable, "3.11", "0.0", "vllm", str(_TMP), None, None, modules=())
@@ -142,7 +147,7 @@ def main() -> None:
         loop.exec()
         check.stop()
 
-    spin(3.0)  # start-up work (GPU detection, the first History and Compare loads) done before any window
+    spin(0.3 if args.smoke else 3.0)  # start-up work (GPU detection, the first History and Compare loads) done before any window
     rows = []
     ctx = mp.get_context("spawn")
     for i, ((label, tab), run_id) in enumerate(zip(scenarios, ids), 1):
@@ -163,7 +168,7 @@ def main() -> None:
         pace = getattr(w.live, "pace_note", None)
         rows.append([i, label + (f" (with a {args.history:,}-sample history)" if i == 1 and args.history else ""),
                      f"{wall:.1f}", f"{cpu:.2f}", f"{100 * cpu / wall:.1f}"])
-        spin(2.0)
+        spin(0.2 if args.smoke else 2.0)
     print(f"pace line on the Live page: {pace.text() if pace is not None else '(none)'}")
     w.close()
     shutil.rmtree(_TMP, ignore_errors=True)

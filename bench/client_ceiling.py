@@ -6,7 +6,7 @@ The figure that matters is CPU-seconds per 10k output tokens (the same as cores 
 at most 0.3 keeps the client from limiting any server it measures. The tok/s column is the
 ceiling on this host, where the stand-in shares the cores with the client.
 
-usage: python bench/client_ceiling.py [--workers 4] [--concurrency 16 64 256] [--tokens 256] [--step-ms 0]
+usage: python bench/client_ceiling.py [--workers 4] [--concurrency 16 64 256] [--tokens 256] [--step-ms 0] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from workbench import load  # noqa: E402
+from workbench import launch, load  # noqa: E402
 from workbench.load import pool  # noqa: E402
 from workbench.load.workloads import Prompt  # noqa: E402
 
@@ -62,7 +62,12 @@ def main() -> int:
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stand-in's pause between tokens of a stream (1.3 is about a small model at "
                          "concurrency 1 on a GPU): the client's cost when each token wakes it on its own")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a few seconds: one stand-in process, concurrency 2, 8 tokens, a free port")
     args = ap.parse_args()
+    if args.smoke:
+        args.workers, args.concurrency, args.tokens, args.requests_per_stream = 1, [2], 8, 1
+        args.port = launch.free_port()
     server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "sse_standin.py"), "--port", str(args.port),
                                "--workers", str(args.workers), "--step-ms", str(args.step_ms)],
                               start_new_session=True)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import server_config, start, table
+from common import SMOKE_HELP, server_config, skipped, start, table
 from workbench.checkpoints import demo
 from workbench.host import engine, vllm_cli
 from workbench.load import workloads
@@ -71,10 +71,22 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
+    runs: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    if args.smoke:
+        skipped("the vLLM server and both clients; the table is of made-up CPU times")
+        runs = {(name, count): [(startup + count * args.max_tokens * per_token, count * args.max_tokens)]
+                for name, startup, per_token in (("Draftbench", 1.0, 0.0004), ("vllm bench serve", 6.0, 0.0009))
+                for count in (args.small, args.large)}
+    else:
+        measure(args, runs)
+    report(args, runs)
+
+
+def measure(args, runs: dict) -> None:
     install = engine.probe()
     srv, _ = start(server_config())
-    runs: dict[tuple[str, int], list[tuple[float, int]]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for rep in range(args.repeats):
@@ -85,6 +97,9 @@ def main() -> None:
                         runs.setdefault((name, count), []).append(fn())
     finally:
         srv.stop()
+
+
+def report(args, runs: dict[tuple[str, int], list[tuple[float, int]]]) -> None:
     rows = []
     for name in ("Draftbench", "vllm bench serve"):
         small = runs[(name, args.small)]

@@ -15,6 +15,17 @@ from workbench.checkpoints import demo
 from workbench.host import engine  # noqa: E402
 
 
+# Every benchmark takes --smoke: a seconds-long run on the tiniest input, with no GPU and no vLLM
+# server, run by the fast tier (tests/test_bench_smoke.py) so that a benchmark cannot rot unseen.
+# What needs a real server or a GPU is skipped with a line that says so; the rest (argument parsing,
+# the plan, the figures and the table) runs on synthetic or recorded data.
+SMOKE_HELP = "a seconds-long check on the tiniest input, no GPU and no vLLM server (what needs one is skipped)"
+
+
+def skipped(what: str) -> None:
+    print(f"smoke: skipped {what}", flush=True)
+
+
 def table(title: str, header: list[str], rows: list[list]) -> str:
     cells = [[str(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]

@@ -61,28 +61,20 @@ from workbench.load import workloads  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # the plan builder the tests use (tests/helpers/plans.py)
+from common import SMOKE_HELP, skipped  # noqa: E402
+from helpers.plans import demo_plan  # noqa: E402
 from vllm_bench_worker import DONE_MARKER as MARKER  # noqa: E402
 
-PLAN = """
-name = "{name}"
-[target]
-model = "{target}"
-served_name = "smol"
-max_model_len = {max_model_len}
-[profile]
-kind = "attach"
-base_url = "{base_url}"
-api_key_env = "DRAFTBENCH_FIDELITY_KEY"
-{method}
-[workload]
-names = ["builtin"]
-num_prompts = {prompts}
-max_tokens = {max_tokens}
-warmup = 0
-concurrency = [{concurrency}]
-temperature = 0.0
-ignore_eos = {ignore_eos}
-"""
+
+
+def plan_text(name: str, args, base_url: str, prompts: int, concurrency: int) -> str:
+    """An attach plan with no method: the attached server is measured as it is."""
+    return demo_plan(name, target={"model": args.target, "served_name": "smol", "max_model_len": args.max_model_len,
+                                   "enforce_eager": None},
+                     profile={"kind": "attach", "base_url": base_url, "api_key_env": "DRAFTBENCH_FIDELITY_KEY"},
+                     workload={"names": ["builtin"], "num_prompts": prompts, "max_tokens": args.max_tokens,
+                               "warmup": 0, "concurrency": [concurrency], "ignore_eos": args.ignore_eos})
 
 
 def prompts_for(concurrency: int, window_tokens: int, max_tokens: int, waves: int = 8) -> int:
@@ -254,7 +246,6 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
         # The plan lists no method: an attached server is measured as it is, and its counters give
         # MAL and per-position acceptance whatever the run is called (a listed method would add a
         # second, baseline-labelled run against the same server).
-        method_toml = ""
         db_path = out / f"fidelity-{label}.sqlite"
         for c in args.concurrency:
             count = args.prompts.get(c) or prompts_for(c, args.window_tokens, args.max_tokens, args.waves)
@@ -271,10 +262,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 sides = ("draftbench", "vllm") if k % 2 == 0 else ("vllm", "draftbench")
                 for side in sides:
                     if side == "draftbench":
-                        text = PLAN.format(name=f"fid-{label}-c{c}-r{k}", target=args.target,
-                                           max_model_len=args.max_model_len, base_url=base, method=method_toml,
-                                           prompts=count, max_tokens=args.max_tokens, concurrency=c,
-                                           ignore_eos=str(args.ignore_eos).lower())
+                        text = plan_text(f"fid-{label}-c{c}-r{k}", args, base, count, c)
                         ours.append(draftbench(install, db_path, text, args.scrape_interval))
                         if ours[-1]["prompt_ids"] != [p.id for p in prompts]:
                             raise SystemExit("the runner sent other prompts than vllm bench gets: the "
@@ -372,6 +360,7 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    smoke = "--smoke" in sys.argv[1:]
     ap.add_argument("--target", help="a model folder (real weights); default: --shape")
     ap.add_argument("--shape", default="llama-3.1-8b",
                     help="a shipped shape served with dummy weights when --target is not given")
@@ -391,8 +380,11 @@ def main() -> int:
     ap.add_argument("--client-cpus", type=cpus, help="cores for both clients and the runner, e.g. 8-15")
     ap.add_argument("--scrape-interval", type=float, default=runner.SCRAPE_INTERVAL_S,
                     help="the runner's /metrics scrape interval during a window (s)")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=not smoke)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
+    if args.smoke:
+        return smoke_run(args)
     args.prompts = prompt_counts(args.prompts)
     args.dummy = not args.target
     if args.dummy:
@@ -450,6 +442,24 @@ def table(results: list[dict]) -> str:
                      f"{r['vllm_bench_tok_s']:,.0f} ({r['vllm_bench_spread']:.1%}) | {r['ratio']:.3f} | "
                      f"{cores_text} | {r['rounds']} |")
     return "\n".join(lines)
+
+
+def smoke_run(args) -> int:
+    """The plan the runner is given, checked; the results table, of made-up rounds."""
+    args.target = args.target or "demo:smollm2-135m"
+    c, count = args.concurrency[0], prompts_for(args.concurrency[0], args.window_tokens, args.max_tokens, args.waves)
+    p = plan.loads(plan_text("fid-smoke", args, "http://127.0.0.1:9", count, c))
+    print(f"plan: {len(p.runs)} run of {count} prompts at c={c}; client cores {sorted(cpus('0-1,3'))}")
+    skipped("the GPU server and both clients; the table is of made-up rounds")
+    a, b = [100.0, 104.0, 98.0], [101.0, 103.0, 99.0]
+    rows = ([{"method": "baseline", "concurrency": c, "prompts": count, "draftbench_tok_s": statistics.median(a),
+                    "vllm_bench_tok_s": statistics.median(b), "ratio": paired_ratio(a, b),
+                    "ratio_of_medians": statistics.median(a) / statistics.median(b), "draftbench_spread": spread(a),
+                    "vllm_bench_spread": spread(b), "client_cpu_per_10k_tok_s": None,
+                    "same_length_answers": [count, count - 1, count], "rounds": len(a)}])
+    print(table(rows))
+    detail_table(rows)
+    return 0
 
 
 def detail_table(results: list[dict]) -> None:

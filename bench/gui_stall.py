@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from common import table  # noqa: E402
+from common import SMOKE_HELP, table  # noqa: E402
 
 N_POS = 4
 
@@ -71,7 +71,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.samples, args.seconds = min(args.samples, 500), min(args.seconds, 1.0)
 
     from PySide6.QtCore import QElapsedTimer, QTimer
     from PySide6.QtWidgets import QApplication

@@ -1,6 +1,9 @@
 """The machine the benchmarks ran on."""
 
+import sys
+
 from common import machine, table
 
 if __name__ == "__main__":
-    table("Machine", ["", "value"], machine())
+    # Quick enough as it is: --smoke (tests/test_bench_smoke.py) changes nothing.
+    table("Machine" + (" (smoke)" if "--smoke" in sys.argv[1:] else ""), ["", "value"], machine())

@@ -3,11 +3,13 @@
 Starts the demo target alone and with its noisy-copy draft (N=3), sends a few requests, then sums
 the proportional set size (PSS) and RSS of each server's process tree.
 
-    python bench/memory.py
+    python bench/memory.py [--smoke]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
+from common import SMOKE_HELP, skipped  # noqa: E402
 from workbench import launch, plan
 from workbench.checkpoints import compat, demo, memory
 from workbench.host import engine  # noqa: E402
@@ -44,6 +47,9 @@ def measure(config: plan.Server, install: engine.VllmInstall) -> memory.Measured
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+    args = ap.parse_args()
     folders = demo.ensure()
     install = engine.probe()
     target = compat.load(str(folders[demo.TARGET.name]))
@@ -51,8 +57,13 @@ def main() -> None:
     rows = []
     for name, d in (("target alone", None), ("target + noisy-copy draft", draft)):
         est = memory.estimate(target, d, 2048, 1, "bfloat16", "cpu", launch.CPU_ENV)
-        got = measure(server(target.ref, d.ref if d else None), install)
+        if args.smoke:  # the estimate as usual; measured: this process's own tree, not a server's
+            got = memory.measure_tree(os.getpid())
+        else:
+            got = measure(server(target.ref, d.ref if d else None), install)
         rows.append((name, est, got))
+    if args.smoke:
+        skipped("the vLLM servers: PSS and RSS below are this script's own")
     print(f"{'server':<28}{'weights':>10}{'KV':>10}{'runtime':>10}{'estimate':>10}{'PSS':>10}{'RSS':>10}{'est/PSS':>9}")
     for name, est, got in rows:
         print(f"{name:<28}{est.weights / memory.GiB:>9.2f}G{est.kv_reserved / memory.GiB:>9.2f}G"

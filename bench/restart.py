@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from common import server_config, start, table
+from common import SMOKE_HELP, server_config, skipped, start, table
 
 
 def two_starts(**config) -> tuple[float, float]:
@@ -27,8 +27,15 @@ def two_starts(**config) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compiled", action="store_true", help="only the --enforce-eager pair")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
     rows = []
+    if args.smoke:
+        server_config(enforce_eager=True)  # the demo model and the configuration, as for a real start
+        skipped("the vLLM server starts")
+        table("Restart (smoke: no server started)", ["mode", "first start (s)", "second start (s)", "saved (s)"],
+              [["--enforce-eager (the demo plan)", "-", "-", "-"]])
+        return
     first, second = two_starts(enforce_eager=True)
     rows.append(["--enforce-eager (the demo plan)", f"{first:.1f}", f"{second:.1f}", f"{first - second:+.1f}"])
     if not args.skip_compiled:

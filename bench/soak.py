@@ -21,7 +21,7 @@ os.environ.setdefault("DRAFTBENCH_CONFIG_DIR", tempfile.mkdtemp(prefix="draftben
 
 import psutil  # noqa: E402
 
-from common import table  # noqa: E402
+from common import SMOKE_HELP, skipped, table  # noqa: E402
 from workbench.host import engine  # noqa: E402
 
 SMALL = {"methods": [{"method": "ngram", "n": [2], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}],
@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=30)
     ap.add_argument("--demo", action="store_true", help="repeat the full demo sweep")
     ap.add_argument("--db", help="results database (default: a fresh temporary file)")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
 
     from PySide6.QtCore import QTimer
@@ -123,9 +124,15 @@ def main() -> None:
     timer = QTimer(interval=int(args.every * 1000))
     timer.timeout.connect(sample)
     timer.start()
-    QTimer.singleShot(0, sample)
-    QTimer.singleShot(500, next_sweep)
-    app.exec()
+    if args.smoke:
+        # The plan is put in the form as for a real sweep, but no sweep starts: it needs vLLM.
+        window.experiment.set_document({**base, "name": "soak-smoke"})
+        skipped("the sweeps (each starts vLLM servers)")
+        args.seconds = 0
+    else:
+        QTimer.singleShot(0, sample)
+        QTimer.singleShot(500, next_sweep)
+        app.exec()
     sample()
     window.close()
     table(f"Soak: {'the demo sweep' if args.demo else 'baseline + ngram N=2'} repeated for {args.seconds:.0f} s "

@@ -5,7 +5,7 @@ token, a finish chunk, a usage chunk, [DONE]), each in its own HTTP chunk as vLL
 /metrics with an empty counter set. It exists to find the ceiling of Draftbench's load generator:
 the client, not a model, must be the limit. Several processes share the port (SO_REUSEPORT).
 
-usage: python bench/sse_standin.py --port 8011 [--workers 4] [--step-ms 0]
+usage: python bench/sse_standin.py --port 8011 [--workers 4] [--step-ms 0] [--smoke]
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import json
 import multiprocessing
 import os
 import socket
+import threading
 import time
+from http.client import HTTPConnection
 
 _HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
          b"transfer-encoding: chunked\r\n\r\n")
@@ -83,12 +85,36 @@ def _serve(port: int, step_s: float) -> None:
     asyncio.run(main())
 
 
+def smoke() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    threading.Thread(target=_serve, args=(port, 0.0), daemon=True).start()
+    for _ in range(100):
+        try:
+            conn = HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/v1/chat/completions", body=json.dumps({"model": "standin", "max_tokens": 8}),
+                         headers={"Content-Type": "application/json"})
+            break
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    events = [line for line in conn.getresponse().read().decode().splitlines() if line.startswith("data: ")]
+    usage = json.loads(events[-2][6:])["usage"]
+    print(f"| stand-in smoke | {len(events)} events | {usage['completion_tokens']} tokens | {events[-1]} |")
+    return 0 if usage["completion_tokens"] == 8 and events[-1] == "data: [DONE]" else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=8011)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--step-ms", type=float, default=0.0)
+    ap.add_argument("--smoke", action="store_true",
+                    help="serve one streamed request to itself on a free port, print what came back and exit")
     args = ap.parse_args()
+    if args.smoke:
+        return smoke()
     procs = [multiprocessing.Process(target=_serve, args=(args.port, args.step_ms / 1000), daemon=True)
              for _ in range(args.workers)]
     for p in procs:

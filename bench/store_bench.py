@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import table
+from common import SMOKE_HELP, table
 from workbench import store
 
 N_POS = 4
@@ -121,7 +121,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scrapes", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
+    if args.smoke:
+        args.scrapes, args.runs = min(args.scrapes, 50), min(args.runs, 33)
     with tempfile.TemporaryDirectory() as tmp:
         table("Store: ingest through the runner's write path", ["figure", "value"], ingest(Path(tmp) / "i.sqlite", args.scrapes))
         path = Path(tmp) / "many.sqlite"

@@ -91,7 +91,32 @@ def _timed(benchmark):
     return wrapper
 
 
+def smoke() -> int:
+    """Without importing vLLM (10-20 s): the distribution-name shim, and the timing wrapper around a
+    stand-in for vLLM's benchmark(), with the status line the parent reads."""
+    import asyncio
+
+    m.Distribution.from_name = classmethod(_dist)
+    m.version = _ver
+    try:
+        version = _ver("vllm")
+    except m.PackageNotFoundError:
+        version = "not installed"
+
+    async def benchmark():
+        await asyncio.sleep(0.05)
+        return {"completed": 1}
+
+    result = asyncio.run(_timed(benchmark)())
+    print("smoke: skipped vllm bench serve itself (it needs a server)", flush=True)
+    print(f"| worker smoke | vllm {version} | benchmark() {result} |", flush=True)
+    print(DONE_MARKER + json.dumps({"ok": True, **_inner}), flush=True)
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--smoke"]:
+        return smoke()
     m.Distribution.from_name = classmethod(_dist)
     m.version = _ver
     import vllm.benchmarks.serve as serve

@@ -80,6 +80,8 @@ def predictions(rows: list[dict]) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", default=str(DB))
+    # Reading the recorded what-if sweep takes seconds: the smoke run is the whole benchmark.
+    ap.add_argument("--smoke", action="store_true", help="the same (already seconds long, on recorded runs)")
     args = ap.parse_args(argv)
     db = store.open_db(args.db, readonly=True)
     rows = what_if_rows(db)

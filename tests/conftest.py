@@ -2,13 +2,14 @@
 a stand-in vLLM server replaying recorded real output, and a results database recorded on GPUs.
 
 Two tiers: every test whose fixtures start a real vLLM server (they all ask for `real_vllm`)
-gets the `vllm` marker at collection; tests that start one through the CLI or the app, or build
-for minutes (the desktop bundle), carry it themselves; `pytest -m "not vllm"` runs the rest."""
+gets the `vllm` marker at collection; tests that start one through the CLI or the app carry it
+themselves, and tests that build for minutes without vLLM (the desktop bundle, a demo model
+rebuild) carry `build`. `pytest -m "vllm or build"` is the slow tier, `-m "not vllm and not build"`
+the fast one."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -18,27 +19,32 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Settings written by the app under test go to a throwaway folder, never the user's.
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 
-from standins.vllm_server import StandinVllm  # noqa: E402
+from helpers.hub import GRANTED, StandInHub, demo_repos  # noqa: E402
+from helpers.plans import DRAFT, NGRAM, demo_plan  # noqa: E402
+from helpers.recorded import DEMO_DB, GPU_DB, copy_db  # noqa: E402
+from helpers.standins.vllm_server import StandinVllm  # noqa: E402
+from helpers.vllm_servers import server_config, start_server  # noqa: E402
 from workbench import launch, plan, store  # noqa: E402
 from workbench.checkpoints import demo  # noqa: E402
-from workbench.host import engine, process, vllm_cli  # noqa: E402
+from workbench.host import engine, vllm_cli  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-# The demo sweep recorded on one H200 GPU (docs/gpu/README.md): baseline, ngram N=2 and 4,
-# draft_model N=1 and 3, each at concurrency 1 and 8, with GPU telemetry and server logs.
-GPU_DB = ROOT / "docs" / "gpu" / "h200-tp1.sqlite"
 
 
 def _markexpr(config) -> str:
     return " ".join((config.option.markexpr or "").split())
 
 
+# The two tiers' selections, as scripts/bootstrap.sh writes them, and the older spellings that
+# predate the `build` marker.
+FAST_TIER = {"not vllm and not build", "not vllm"}
+SLOW_TIER = {"vllm or build", "vllm"}
+
+
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm"`, runs on two workers a core
+    """`-n auto` (pyproject's addopts). The fast tier, `-m "not vllm and not build"`, runs on two workers a core
     (up to eight): many of its tests wait on a stand-in server, a child process or a timer, and a
     second worker keeps the core busy meanwhile (on 2 cores: 153-168 s on four workers, 170 s on
-    three, 192-202 s on two). The vLLM tier, `-m vllm`, runs on two workers: a vLLM CPU launch is
+    three, 192-202 s on two). The slow tier, `-m "vllm or build"`, runs on two workers: a vLLM CPU launch is
     three processes importing vLLM one after another, about one core, so two tests' launches
     overlap on two cores (from a clean clone 14.5-16 min, against 33-36 in one process). Its tests
     do not time the servers: what they check holds however slowly a server answers on a loaded
@@ -46,9 +52,9 @@ def pytest_xdist_auto_num_workers(config):
     Anything else, `pytest` alone included, runs in one process."""
     markexpr = _markexpr(config)
     cpus = os.cpu_count() or 1
-    if markexpr == "not vllm":
+    if markexpr in FAST_TIER:
         return min(8, 2 * cpus)
-    if markexpr == "vllm":
+    if markexpr in SLOW_TIER:
         return 2 if cpus >= 2 else 0
     return 0
 
@@ -89,11 +95,11 @@ def pytest_xdist_make_scheduler(config, log):
     `loadgroup`: pytest-xdist 3.8 names a test's group by rewriting `Node._nodeid`, which pytest 9
     no longer reads, so its groups silently fall apart (a module fixture then starts on both workers)."""
     markexpr = _markexpr(config)
-    if markexpr not in ("vllm", "not vllm"):
+    if markexpr not in FAST_TIER | SLOW_TIER:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    if markexpr == "not vllm":
+    if markexpr in FAST_TIER:
         class FixtureGroups(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
                 module = _module(nodeid)
@@ -109,7 +115,11 @@ def pytest_xdist_make_scheduler(config, log):
     return ServerGroups(config, log)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the mark plugin selects by `-m vllm`
+def _slow(item) -> bool:
+    return bool(item.get_closest_marker("vllm") or item.get_closest_marker("build"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the mark plugin selects by `-m "vllm or build"`
 def pytest_collection_modifyitems(config, items):
     # item.fixturenames is the whole closure, so a fixture built on draft_server counts too.
     for item in items:
@@ -122,8 +132,7 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"{module} uses {fixture}: add it to its set in SHARED in tests/conftest.py, "
                                         "or its servers start twice under two workers")
     # Longest groups first; the order inside a module is kept, as sort is stable.
-    items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if it.get_closest_marker("vllm")
-               else 0)
+    items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if _slow(it) else 0)
 
 
 @pytest.fixture(autouse=True)
@@ -163,35 +172,10 @@ def real_vllm(vllm_install) -> engine.VllmInstall:
 
 @pytest.fixture(scope="session")
 def standin_server():
-    """A stand-in for draft_server (the same configuration, recorded: tests/standins/vllm_server.py),
+    """A stand-in for draft_server (the same configuration, recorded: tests/helpers/standins/vllm_server.py),
     shared like it: its counters only grow, so tests read windows, not totals."""
     with StandinVllm("draft_model_n3", api_key="standin-run-key-0123456789abcdef") as server:
         yield server
-
-
-def copy_db(src: Path, dst: Path) -> Path:
-    """A consistent copy through SQLite's backup API; the source is opened immutable, so not even
-    a -shm file appears beside it."""
-    a, b = sqlite3.connect(f"file:{src}?immutable=1", uri=True), sqlite3.connect(dst)
-    try:
-        a.backup(b)
-    finally:
-        a.close()
-        b.close()
-    return dst
-
-
-# The demo sweep recorded on 2 CPU cores: a baseline, n-gram and a draft model, with their rows.
-def stored_runs(path: Path) -> list[dict]:
-    """Every run of a results file, read through the store and closed again."""
-    db = store.open_db(path, readonly=True)
-    try:
-        return store.runs(db)
-    finally:
-        store.close(db)
-
-
-DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
 
 
 @pytest.fixture
@@ -224,25 +208,6 @@ def recorded_db(tmp_path_factory) -> Path:
     return path
 
 
-def server_config(target: str, method: str = "baseline", n=None, draft=None, options=()) -> plan.Server:
-    return plan.Server(target=target, served_name="smollm2", method=method, n=n, draft=draft,
-                       options=tuple(options), max_model_len=2048, dtype="bfloat16", extra_args=(),
-                       env=(), enforce_eager=True, per_request_metrics=method != "baseline")
-
-
-def start_server(config: plan.Server, install: engine.VllmInstall) -> launch.LocalServer:
-    srv = launch.LocalServer(launch.prepare(config, install, launch.free_port()))
-    # An interrupted or killed test run cannot stop its session's server; the kernel does, so no
-    # orphaned server keeps a core busy under the next run.
-    srv.start(preexec=process.die_with_parent)
-    try:
-        srv.wait_healthy(300)
-    except launch.LaunchError as exc:
-        srv.stop()
-        pytest.fail(f"{exc}\n{exc.log_tail}")
-    return srv
-
-
 @pytest.fixture(scope="session")
 def draft_server(demo_models, real_vllm):
     """The demo target with the noisy-copy draft, N=3: shared by every test that only reads from it."""
@@ -253,39 +218,31 @@ def draft_server(demo_models, real_vllm):
     srv.stop()
 
 
-PLAN = """
-name = "{name}"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-{methods}
-[workload]
-num_prompts = 6
-max_tokens = 40
-warmup = 1
-concurrency = [2]
-temperature = 0.0
-[server]
-health_timeout_s = 300
-"""
-METHODS = """
-[[methods]]
-method = "ngram"
-n = 3
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[[methods]]
-method = "draft_model"
-draft = "demo:smollm2-135m-draft-noisy-copy"
-n = 2
-"""
 
 
 @pytest.fixture(scope="session")
 def sweep_db(demo_models, real_vllm, tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
     events = []
-    p = plan.loads(PLAN.format(name="integration", methods=METHODS))
+    p = plan.loads(demo_plan("integration", methods=[NGRAM, DRAFT], target={"dtype": "bfloat16"},
+                             server={"health_timeout_s": 300}))
     summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """The Hub stand-in (tests/helpers/hub.py) with demo_repos, as huggingface_hub's endpoint, and a
+    Hugging Face home of this test's own."""
+    server = demo_repos(StandInHub(granted_tokens={GRANTED})).start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for name in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    # A token saved by `hf auth login` on this machine must not leak into the tests.
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
+    monkeypatch.setattr(hc, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "stored_tokens"))
+    yield server
+    server.stop()

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pyqtgraph as pg
 import pytest
 
+from helpers.plans import NGRAM, demo_plan
 from workbench import plan, store
 from workbench.analysis import compare, recommend
 from workbench.sweep.adaptive import AdaptiveRunner
@@ -26,29 +27,10 @@ from workbench.sweep.runner import Runner
 # A busy 2-core machine can take several minutes per launch: the module's launches share this.
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
 
-NGRAM_PLAN = """
-name = "ngram-adaptive"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-[[methods]]
-method = "ngram"
-n = [1, 2, 3, 4, 5]
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[workload]
-num_prompts = 3
-max_tokens = 32
-warmup = 1
-concurrency = [1]
-repeats = 2
-temperature = 0.0
-[sweep]
-mode = "adaptive"
-[server]
-health_timeout_s = 600
-"""
+NGRAM_PLAN = demo_plan(
+    "ngram-adaptive", target={"dtype": "bfloat16"}, methods=[{**NGRAM, "n": [1, 2, 3, 4, 5]}],
+    workload={"num_prompts": 3, "max_tokens": 32, "concurrency": [1], "repeats": 2},
+    sweep={"mode": "adaptive"}, server={"health_timeout_s": 600})
 
 
 def _launches(events: list) -> int:

@@ -10,10 +10,10 @@ import gzip
 import json
 
 import pytest
-from standins.vllm_server import StandinVllm, final_chunk
-from test_standin_vllm import ATTACH
+from helpers.standins.vllm_server import StandinVllm, final_chunk
+from helpers.plans import attach_plan
 
-from conftest import ROOT, copy_db
+from helpers.recorded import ROOT, copy_db
 from workbench import events, metrics, plan, store
 from workbench.analysis import alarms, run_summary
 from workbench.sweep import runner
@@ -153,7 +153,7 @@ def test_the_runner_stores_a_collapsed_drafters_alarm_and_sends_it(demo_models, 
     # The stand-in drafts as vLLM's synthetic sampler would at 1 % first-position acceptance.
     with StandinVllm("draft_model_n3", api_key="standin-alarm-key-0123456789abcd", imposed=[0.01, 0.0, 0.0]) as server:
         monkeypatch.setenv("STANDIN_KEY", server.api_key)
-        p = plan.loads(ATTACH.format(url=server.base_url, draft=demo_models[demo.DRAFT_NOISY.name]))
+        p = plan.loads(attach_plan(server.base_url, demo_models[demo.DRAFT_NOISY.name]))
         db_path = tmp_path / "alarm.sqlite"
         summary = runner.Runner(p, str(db_path), vllm_install, emit=sent.append, scrape_interval_s=0.1).run()
     assert summary["completed"] == 1

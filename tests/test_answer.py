@@ -78,6 +78,16 @@ def test_a_run_without_a_stored_command_gets_one_built():
         "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3,\"model\":\"org/eagle3-head\"}'")
 
 
+def test_a_stored_run_without_its_draft_gets_a_note_not_an_error():
+    """A draft_model run stored without its draft (and without a command) cannot be served again:
+    its serve command says why, as a shell comment, instead of raising (which took the Compare page
+    down with it)."""
+    row = {"id": 7, "target": "demo", "method": "draft_model", "n": 2, "draft": None, "options": None, "command": None}
+    note = commands.serve_command(row)
+    assert note.startswith("# no serve command for this run: ") and "needs a draft checkpoint" in note
+    assert commands.serve_command({**row, "draft": "org/draft"}).startswith("vllm serve demo --port 8000 ")
+
+
 @pytest.mark.parametrize("ngram, draft, note", [
     ((30.0, 31.0, 29.0), (20.0, 21.0, 19.0), "fastest"),                              # apart from both
     ((30.0, 31.0, 29.0), (29.0, 30.5, 28.0), "fastest measured, within noise of draft_model N=1"),

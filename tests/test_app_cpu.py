@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from helpers.plans import demo_plan
 from app.jobs import sweep
 from workbench import launch, plan, store
 from workbench.analysis import run_summary
@@ -76,20 +77,8 @@ def test_app_cpu_s_is_a_run_column_shown_with_the_run(tmp_path):
     store.close(db)
 
 
-STANDIN = Path(__file__).parent / "standins" / "vllm_server.py"
-PLAN = """
-name = "app-cpu"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-enforce_eager = true
-[workload]
-num_prompts = 2
-max_tokens = 16
-warmup = 0
-concurrency = [1]
-temperature = 0.0
-"""
+STANDIN = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
+PLAN = demo_plan("app-cpu", workload={"num_prompts": 2, "max_tokens": 16, "warmup": 0, "concurrency": [1]})
 
 
 def test_the_runner_stores_the_named_apps_cpu_with_each_run(tmp_path, monkeypatch, demo_models, vllm_install):

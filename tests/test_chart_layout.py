@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-import chartcheck
+from helpers import chartcheck
 from app.exports import CHART_NAMES, all_data, export_all, select, write_report
 from app.main import MainWindow
 from app.pages.live import LivePage
 from app.widgets import chart_export, charts as chartlib
-from conftest import GPU_DB, ROOT, copy_db
+from helpers.recorded import GPU_DB, ROOT, copy_db
 from workbench import store
 from workbench.analysis import answer
 from workbench.report import palette

@@ -10,7 +10,7 @@ import sys
 import pytest
 from PySide6.QtGui import QImage
 
-from conftest import copy_db
+from helpers.recorded import copy_db
 
 VERBS = ["gui", "doctor", "demo-model", "run", "runs", "show", "workloads", "import-bench", "export-bench",
          "catalog", "new", "what-if", "pull", "models", "train", "remote", "export", "report"]

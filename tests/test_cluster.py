@@ -1,6 +1,6 @@
 """The plan fanned out over Ray's local cluster (two declared GPUs): the same rows as a serial
 sweep, written by the driver alone; a worker SIGKILLed mid-run has its unfinished runs redone on
-another. The servers are the vLLM stand-in, started through tests/standins/vllm_python."""
+another. The servers are the vLLM stand-in, started through tests/helpers/standins/vllm_python."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import psutil
 import pytest
 
-from test_parallel_sweep import PLAN, SCRIPT, STANDINS, VARYING, _rows, _sweep
+from helpers.standin_sweep import SCRIPT, STANDINS, VARYING, rows_by_label, standin_plan, sweep
 from workbench import events, launch, plan
 from workbench.sweep import cluster, runner
 
@@ -35,7 +35,7 @@ def standin_install(vllm_install):
 
 
 def _on_cluster(found, db_path, install, emit):
-    p = plan.loads(PLAN.format(sweep=""))
+    p = plan.loads(standin_plan())
     r = runner.Runner(p, str(db_path), install, emit=emit, scrape_interval_s=0.1,
                       executor=cluster.RayExecutor(found, p.parallel))
     summary = r.run()
@@ -49,9 +49,9 @@ def test_the_cluster_stores_the_rows_a_serial_sweep_stores(local_cluster, standi
     seen: list = []
     summary = _on_cluster(local_cluster, tmp_path / "ray.sqlite", standin_install, seen.append)
     monkeypatch.setattr(launch.vllm_cli, "argv", lambda python, args: [sys.executable, str(SCRIPT), *args])
-    serial, _ = _sweep(tmp_path / "serial.sqlite", vllm_install)
+    serial, _ = sweep(tmp_path / "serial.sqlite", vllm_install)
     assert summary["completed"] == serial["completed"] == 4 and summary["failed"] == 0
-    a, b = _rows(tmp_path / "serial.sqlite"), _rows(tmp_path / "ray.sqlite")
+    a, b = rows_by_label(tmp_path / "serial.sqlite"), rows_by_label(tmp_path / "ray.sqlite")
     for label in a:
         assert {k: v for k, v in a[label].items() if k not in VARYING} == \
                {k: v for k, v in b[label].items() if k not in VARYING}, label
@@ -79,6 +79,6 @@ def test_a_lost_worker_has_its_runs_redone_on_another(local_cluster, standin_ins
     summary = _on_cluster(local_cluster, tmp_path / "ray.sqlite", standin_install, emit)
     assert killed and summary["completed"] == 4 and summary["failed"] == 0
     killed["server"].wait(30)  # the worker's server went with it
-    rows = _rows(tmp_path / "ray.sqlite")
+    rows = rows_by_label(tmp_path / "ray.sqlite")
     assert all(r["status"] == "completed" and r["counts"]["requests"] == 4 for r in rows.values())
     assert "was lost" in capfd.readouterr().err

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import store
 from workbench.analysis import compare
 

@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers.checkpoints import CONFIGS, cp, write_header_only_safetensors
 from workbench.checkpoints import compat, demo
-
-CONFIGS = Path(__file__).parent / "fixtures" / "configs"
-
-
-def cp(name: str) -> compat.Checkpoint:
-    return compat.load(str(CONFIGS / name))
-
 
 def variant(tmp_path: Path, name: str, new_name: str, **changes) -> compat.Checkpoint:
     """A copy of a fixture config with some keys changed (dotted keys reach into nested tables)."""
@@ -42,19 +35,6 @@ def levels(verdicts) -> dict[str, str]:
 
 def message(verdicts, check: str) -> str:
     return next(v.message for v in verdicts if v.check == check)
-
-
-def write_header_only_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    """Just the header: the checks never read past it, so no weights are needed."""
-    offset, header = 0, {}
-    for name, (dtype, shape) in tensors.items():
-        size = 2
-        for d in shape:
-            size *= d
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    data = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(data)) + data)
 
 
 # --- the demo model and its drafts ----------------------------------------------------------------

@@ -29,7 +29,7 @@ def test_reused_when_present(demo_models):
     assert seen == ["demo model ready"]
 
 
-@pytest.mark.vllm  # slow tier: a second build from the GGUF, 40-80 s on 2 cores
+@pytest.mark.build  # slow tier: a second build from the GGUF, 40-80 s on 2 cores
 def test_damaged_folder_is_detected_and_rebuilt(demo_models, tmp_path):
     copy = demo.folder(demo.TARGET, tmp_path)
     shutil.copytree(demo_models[demo.TARGET.name], copy)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 
 FORBIDDEN = ("PySide6", "pyqtgraph", "app")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GPU_DB, ROOT, copy_db
+from helpers.recorded import GPU_DB, ROOT, copy_db
 from workbench import cli, paths
 
 PLAN = ROOT / "resources" / "plans" / "demo-quick.toml"

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.main import MainWindow
 from app.models.runs_model import COLUMNS
-from conftest import copy_db
+from helpers.recorded import copy_db
 from workbench import store
 
 

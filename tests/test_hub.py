@@ -1,4 +1,4 @@
-"""Hub downloads through huggingface_hub itself, against tests/hubserver.py: a local stand-in for the
+"""Hub downloads through huggingface_hub itself, against tests/helpers/hub.py: a local stand-in for the
 Hugging Face Hub, which this machine cannot reach. Files are made here; the cache is a tmp HF_HOME."""
 
 from __future__ import annotations
@@ -14,38 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hubserver import Repo, StandInHub
+from helpers.hub import BIG, CONFIG_FILES, GRANTED, WEIGHT_SUFFIXES, add_full_repo, weight_files_in_cache
 from workbench.checkpoints import hub
-
-BIG = 40 * 1024 * 1024  # four of huggingface_hub's 10 MiB download chunks
-GRANTED = "hf_" + "granted" * 4
-
-
-def _weights(n: int, seed: int) -> bytes:
-    return hashlib.sha256(str(seed).encode()).digest() * (n // 32)
-
-
-@pytest.fixture
-def stand_in(tmp_path, monkeypatch):
-    server = StandInHub(granted_tokens={GRANTED}).start()
-    server.add(Repo("acme/tiny-draft", {"config.json": b'{"model_type": "llama", "vocab_size": 49152}',
-                                        "model.safetensors": _weights(3 * 1024 * 1024, 1)}, downloads=50))
-    server.add(Repo("acme/big-target", {"config.json": b'{"model_type": "llama"}',
-                                        "model.safetensors": _weights(BIG, 2)}, downloads=900))
-    server.add(Repo("google/gated-assistant", {"config.json": b"{}", "model.safetensors": _weights(1 << 20, 3)},
-                    gated=True, downloads=10))
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    for name in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    # A token saved by `hf auth login` on this machine must not leak into the tests.
-    import huggingface_hub.constants as hc
-
-    monkeypatch.setattr(hc, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
-    monkeypatch.setattr(hc, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "stored_tokens"))
-    yield server
-    server.stop()
-
 
 def _sha(data: bytes | Path) -> str:
     return hashlib.sha256(data.read_bytes() if isinstance(data, Path) else data).hexdigest()
@@ -207,31 +177,6 @@ def test_cli_lists_and_deletes_the_cache(stand_in):
     missing = _cli("models", "--delete", "acme/tiny-draft")
     _, err = missing.communicate(timeout=60)
     assert missing.returncode == 2 and "is not in the Hugging Face cache" in err
-
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
-CONFIG_FILES = {
-    "config.json": b'{"model_type": "qwen3", "vocab_size": 151936}',
-    "generation_config.json": b'{"eos_token_id": [151645, 151643]}',
-    "tokenizer.json": b'{"model": {"type": "BPE"}}' * 4000,
-    "tokenizer_config.json": b'{"tokenizer_class": "Qwen2Tokenizer"}',
-    "chat_template.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}",
-    "merges.txt": b"a b\n" * 1000,
-    "model.safetensors.index.json": b'{"weight_map": {}}',
-}
-
-
-def add_full_repo(stand_in) -> Repo:
-    """A repo with its configs and every kind of weight file a repo ships."""
-    weights = {"model-00001-of-00002.safetensors": _weights(2 << 20, 4), "model-00002-of-00002.safetensors": _weights(1 << 20, 5),
-               "pytorch_model.bin": _weights(1 << 20, 6), "model-q4.gguf": _weights(1 << 20, 7),
-               "original/consolidated.pth": _weights(1 << 20, 8), "training_args.pt": _weights(1 << 16, 9)}
-    return stand_in.add(Repo("acme/full-target", {**CONFIG_FILES, **weights}, downloads=5))
-
-
-def weight_files_in_cache(repo: str) -> list[str]:
-    storage = Path(os.environ["HF_HOME"]) / "hub" / ("models--" + repo.replace("/", "--"))
-    return [p.name for p in storage.rglob("*") if p.name.endswith(WEIGHT_SUFFIXES)]
 
 
 def test_config_only_patterns_match_no_weight_file():

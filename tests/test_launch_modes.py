@@ -1,7 +1,7 @@
 """The docker and attach launch modes, end to end with the real runner and a real vLLM CPU server
 (what Draftbench says about a wrong attach profile is checked against the stand-in instead).
 
-docker: no docker engine can run here, so tests/standins/docker stands in for the docker client.
+docker: no docker engine can run here, so tests/helpers/standins/docker stands in for the docker client.
 It checks the command line as the engine would and runs the container's command with the real vLLM
 CPU build (see its docstring); everything Draftbench does — argv, secrets passed by name, the
 published loopback port, stopping the container — goes through it for real.
@@ -17,36 +17,23 @@ from pathlib import Path
 
 import httpx
 
+from helpers.plans import demo_plan
 from workbench import launch, plan, store
 from workbench.checkpoints import demo
 from workbench.sweep import runner
 from workbench.plan import sanity
 
-STANDIN = Path(__file__).parent / "standins" / "docker"
+STANDIN = Path(__file__).parent / "helpers" / "standins" / "docker"
 SECRET = "hf_standin_token_never_stored_0123456789"
 
-DOCKER_PLAN = """
-name = "docker-mode"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-enforce_eager = true
-[profile]
-kind = "docker"
-docker = "{docker}"
-platform = "cpu"
-image = "vllm/vllm-openai-cpu:latest"
-hf_cache = "{cache}"
-env = {{ VLLM_CPU_KVCACHE_SPACE = "1", VLLM_CPU_NUM_OF_RESERVED_CPU = "0", VLLM_TARGET_DEVICE = "cpu" }}
-[workload]
-num_prompts = 3
-max_tokens = 24
-warmup = 0
-concurrency = [1]
-temperature = 0.0
-[server]
-health_timeout_s = 300
-"""
+
+
+def docker_plan(docker, cache) -> str:
+    return demo_plan("docker-mode", profile={
+        "kind": "docker", "docker": str(docker), "platform": "cpu", "image": "vllm/vllm-openai-cpu:latest",
+        "hf_cache": str(cache),
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_TARGET_DEVICE": "cpu"}},
+        workload={"num_prompts": 3, "max_tokens": 24, "warmup": 0, "concurrency": [1]}, server={"health_timeout_s": 300})
 
 
 @pytest.mark.vllm
@@ -56,7 +43,7 @@ def test_docker_profile_runs_end_to_end(demo_models, vllm_install, tmp_path, mon
     monkeypatch.setenv("DRAFTBENCH_STANDIN_DIR", str(state))
     monkeypatch.setenv("DRAFTBENCH_STANDIN_PYTHON", sys.executable)
     monkeypatch.setenv("HF_TOKEN", SECRET)
-    p = plan.loads(DOCKER_PLAN.format(docker=STANDIN, cache=tmp_path / "hf"))
+    p = plan.loads(docker_plan(STANDIN, tmp_path / "hf"))
     db_path = tmp_path / "docker.sqlite"
     events: list = []
     summary = runner.Runner(p, str(db_path), vllm_install, emit=events.append).run()

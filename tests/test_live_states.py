@@ -9,7 +9,7 @@ import numpy as np
 
 from app.pages.live import NO_GPU
 from app.widgets.methods_table import MethodsTable
-from conftest import GPU_DB, ROOT, copy_db
+from helpers.recorded import GPU_DB, ROOT, copy_db
 from workbench import events, store
 
 

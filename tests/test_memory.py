@@ -28,7 +28,7 @@ def test_weights_from_headers_match_the_bytes_on_disk(demo_models, demo_cp):
 
 
 def test_kv_cache_per_token():
-    from test_compat import cp
+    from helpers.checkpoints import cp
 
     # 2 (K and V) x layers x KV heads x head dim x 2 bytes
     assert memory.kv_bytes_per_token(cp("Qwen3-8B")) == 2 * 36 * 8 * 128 * 2

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import metrics
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -1,4 +1,4 @@
-"""The Models page offscreen, against tests/hubserver.py: a local stand-in for the Hugging Face Hub
+"""The Models page offscreen, against tests/helpers/hub.py: a local stand-in for the Hugging Face Hub
 (unreachable here). Downloads go through huggingface_hub into a tmp HF_HOME."""
 
 from __future__ import annotations
@@ -7,13 +7,12 @@ from PySide6.QtCore import QItemSelectionModel
 
 from app.pages.models_page import PROGRESS_STEPS, ModelsPage
 from workbench.checkpoints import hub
-from test_hub import stand_in  # noqa: F401 - the stand-in Hub fixture
 
 import pytest
 
 
 @pytest.fixture
-def page(qtbot, stand_in):  # noqa: F811
+def page(qtbot, stand_in):
     p = ModelsPage()
     qtbot.addWidget(p)
     p.show()
@@ -27,7 +26,7 @@ def select(view, model, key: str, value: str) -> None:
     view.selectionModel().select(model.index(row, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
 
-def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in):  # noqa: F811
+def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in):
     assert "token: not set" in page.token.text()
     page.search_box.setText("acme")
     page.search_button.click()
@@ -58,7 +57,7 @@ def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in): 
     assert "41.9 MB freed" in page.status.text()
 
 
-def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):  # noqa: F811
+def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):
     stand_in.delay_s = 0.004
     page.start_download("acme/big-target")
     qtbot.waitUntil(lambda: 0 < page.bar.value(), timeout=60000)
@@ -68,7 +67,7 @@ def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):  # noqa: F811
     assert page.cache.rowCount() == 1 and page.cache.row(0)["partial"] > 0
 
 
-def test_gated_repo_is_explained_with_its_page(page, qtbot, stand_in, monkeypatch):  # noqa: F811
+def test_gated_repo_is_explained_with_its_page(page, qtbot, stand_in, monkeypatch):
     opened = []
     monkeypatch.setattr("app.pages.models_page.QDesktopServices.openUrl", lambda url: opened.append(url.toString()))
     page.start_download("google/gated-assistant")
@@ -92,7 +91,7 @@ def test_models_pass_qtmodeltester(page, qtmodeltester):
     qtmodeltester.check(page.cache)
 
 
-def test_the_main_window_fills_the_experiment_page(qtbot, tmp_path, vllm_install, stand_in):  # noqa: F811
+def test_the_main_window_fills_the_experiment_page(qtbot, tmp_path, vllm_install, stand_in):
     from app.main import MainWindow
 
     w = MainWindow(tmp_path / "results.sqlite", vllm_install)
@@ -107,8 +106,8 @@ def test_the_main_window_fills_the_experiment_page(qtbot, tmp_path, vllm_install
     w.models.shutdown()
 
 
-def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):  # noqa: F811
-    from test_hub import CONFIG_FILES, add_full_repo, weight_files_in_cache
+def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):
+    from helpers.hub import CONFIG_FILES, add_full_repo, weight_files_in_cache
 
     repo = add_full_repo(stand_in)
     page.search_box.setText("full")
@@ -126,7 +125,7 @@ def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):  # noqa
     assert page.cache.row(0)["size"] == config_bytes
 
 
-def test_empty_lists_say_how_to_fill_them_and_an_idle_bar_says_nothing(page, qtbot, stand_in):  # noqa: F811
+def test_empty_lists_say_how_to_fill_them_and_an_idle_bar_says_nothing(page, qtbot, stand_in):
     hint = page.cache_empty.label
     assert page.cache.rowCount() == 0 and hint.isVisible()
     assert hint.text().startswith("No checkpoints in the Hugging Face cache yet")

@@ -9,7 +9,7 @@ import sys
 from PySide6.QtCore import Qt
 
 from app.pages.compare_page import ComparePage
-from conftest import copy_db
+from helpers.recorded import copy_db
 from workbench import store
 from workbench.cli.runs import SPEEDUP_TITLE
 

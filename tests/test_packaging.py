@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 
 DESKTOP = ROOT / "resources" / "desktop" / "io.github.draftbench.Draftbench.desktop"
 METAINFO = ROOT / "resources" / "desktop" / "io.github.draftbench.Draftbench.metainfo.xml"
@@ -35,7 +35,7 @@ def bundle(tmp_path_factory):
     return dist
 
 
-@pytest.mark.vllm
+@pytest.mark.build
 def test_bundle_answers_version_and_info_without_qt(bundle):
     exe = bundle / "draftbench" / "draftbench"
     done = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
@@ -45,7 +45,7 @@ def test_bundle_answers_version_and_info_without_qt(bundle):
     assert info.returncode == 0 and "qt (PySide6)" in info.stdout and "6.10.3" in info.stdout
 
 
-@pytest.mark.vllm
+@pytest.mark.build
 def test_bundle_opens_the_main_window_offscreen(bundle):
     exe = bundle / "draftbench" / "draftbench"
     done = subprocess.run([str(exe), "gui", "--smoke-test"], capture_output=True, text=True, timeout=120,
@@ -54,7 +54,7 @@ def test_bundle_opens_the_main_window_offscreen(bundle):
     assert "main window: Draftbench 0.1.0 visible=True tabs=Experiment,Live,History,Compare" in done.stdout
 
 
-@pytest.mark.vllm
+@pytest.mark.build
 def test_bundle_tarball_and_desktop_entry_install(bundle, tmp_path):
     tarball = next(bundle.glob("draftbench-0.1.0-linux-*.tar.gz"))
     with tarfile.open(tarball) as tar:

@@ -4,7 +4,7 @@ sweep emits (the same event classes the runner sends), serially and on two slots
 import importlib.util
 import sys
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import events
 
 spec = importlib.util.spec_from_file_location("parallel_sweep_bench", ROOT / "bench" / "parallel_sweep.py")

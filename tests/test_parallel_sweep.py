@@ -1,5 +1,5 @@
 """Parallel sweeps on logical GPU slots (vLLM's CPU build), the servers being the vLLM stand-in
-(tests/standins/vllm_server.py, replaying recorded real output) started exactly as vLLM would
+(tests/helpers/standins/vllm_server.py, replaying recorded real output) started exactly as vLLM would
 be: two servers at once, every row as a serial sweep stores it, one writer, a failing server
 failing only its own runs, Stop stopping every server, and a SIGKILLed runner resumed."""
 
@@ -11,76 +11,21 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from workbench import events, launch, plan, store
+from helpers.plans import NGRAM, demo_plan
+from helpers.standin_sweep import SCRIPT, STANDINS, VARYING, rows_by_label, standin_plan, sweep
 from workbench.host.slots import Slot
 from workbench.sweep import runner
 from workbench.sweep.executor import ThreadExecutor
 
-STANDINS = Path(__file__).parent / "standins"
-SCRIPT = STANDINS / "vllm_server.py"
-PLAN = """
-name = "parallel"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-enforce_eager = true
-[[methods]]
-method = "ngram"
-n = 2
-[workload]
-num_prompts = 4
-max_tokens = 32
-warmup = 1
-concurrency = [1, 2]
-temperature = 0.0
-{sweep}
-"""
 SLOTS = [Slot(0, (0,), logical=True), Slot(1, (1,), logical=True)]
-# Columns that differ between any two sweeps (times, ids, ports, measured figures).
-VARYING = {"counts", "id", "experiment_id", "started", "finished", "command", "argv", "env", "host", "environment",
-           "gpus", "window_s", "output_tok_s", "ttft_mean_ms", "ttft_p50_ms", "ttft_p99_ms", "itl_mean_ms",
-           "itl_p50_ms", "itl_p99_ms", "tpot_mean_ms", "e2el_mean_ms", "client_cpu_s", "energy_j",
-           "power_mean_w", "gpu_util_mean", "gpu_mem_peak_mib", "joules_per_token", "log_tail", "steady_s",
-           "steady_tok_s"}
-
-
 @pytest.fixture
 def standin_vllm(monkeypatch):
     """`vllm serve` runs the stand-in on the same arguments (no vLLM shim in the argv)."""
     monkeypatch.setattr(launch.vllm_cli, "argv", lambda python, args: [sys.executable, str(SCRIPT), *args])
-
-
-def _sweep(db_path: Path, vllm_install, slots=None, emit=None, sweep: str = "") -> tuple[dict, list]:
-    seen: list = []
-
-    def record(event):
-        seen.append(event)
-        if emit:
-            emit(event)
-
-    p = plan.loads(PLAN.format(sweep=sweep))
-    r = runner.Runner(p, str(db_path), vllm_install, emit=record, scrape_interval_s=0.1,
-                      executor=ThreadExecutor(slots))
-    summary = r.run()
-    r.db.conn.close()
-    return summary, seen
-
-
-def _rows(db_path: Path) -> dict[str, dict]:
-    db = store.open_db(db_path, readonly=True)
-    try:
-        out = {}
-        for row in store.runs(db):
-            counts = {t: db.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [row["id"]]).fetchone()[0]
-                      for t in ("requests", "samples", "logs")}
-            out[f"{row['method']} c={row['concurrency']}"] = {**row, "counts": counts}
-        return out
-    finally:
-        store.close(db)
 
 
 @pytest.fixture(scope="module")
@@ -89,15 +34,15 @@ def both(demo_models, vllm_install, tmp_path_factory):
     folder = tmp_path_factory.mktemp("parallel")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(launch.vllm_cli, "argv", lambda python, args: [sys.executable, str(SCRIPT), *args])
-        serial = _sweep(folder / "serial.sqlite", vllm_install)
-        parallel = _sweep(folder / "parallel.sqlite", vllm_install, SLOTS)
+        serial = sweep(folder / "serial.sqlite", vllm_install)
+        parallel = sweep(folder / "parallel.sqlite", vllm_install, SLOTS)
     return folder, serial, parallel
 
 
 def test_two_slots_run_two_servers_at_once_and_store_what_a_serial_sweep_stores(both):
     folder, (serial, _), (summary, seen) = both
     assert serial["completed"] == summary["completed"] == 4 and summary["failed"] == 0
-    a, b = _rows(folder / "serial.sqlite"), _rows(folder / "parallel.sqlite")
+    a, b = rows_by_label(folder / "serial.sqlite"), rows_by_label(folder / "parallel.sqlite")
     assert set(a) == set(b) == {"baseline c=1", "baseline c=2", "ngram c=1", "ngram c=2"}
     for label in a:
         assert {k: v for k, v in a[label].items() if k not in VARYING} == \
@@ -155,8 +100,8 @@ def test_a_failing_server_fails_only_its_own_runs(standin_vllm, demo_models, vll
         return [sys.executable, str(SCRIPT), *args]
 
     monkeypatch.setattr(launch.vllm_cli, "argv", argv)
-    summary, _ = _sweep(tmp_path / "r.sqlite", vllm_install, SLOTS)
-    rows = _rows(tmp_path / "r.sqlite")
+    summary, _ = sweep(tmp_path / "r.sqlite", vllm_install, SLOTS)
+    rows = rows_by_label(tmp_path / "r.sqlite")
     assert summary["completed"] == 2 and summary["failed"] == 2
     assert rows["baseline c=1"]["status"] == rows["baseline c=2"]["status"] == "completed"
     assert rows["ngram c=1"]["status"] == "failed" and "ValueError: no such luck" in rows["ngram c=1"]["error"]
@@ -179,7 +124,7 @@ def test_stop_stops_every_server(standin_vllm, demo_models, vllm_install, tmp_pa
             holder["stopped"] = True
             holder["runner"].stop_all()
 
-    p = plan.loads(PLAN.format(sweep=""))
+    p = plan.loads(standin_plan())
     r = runner.Runner(p, str(tmp_path / "r.sqlite"), vllm_install, emit=emit, scrape_interval_s=0.1,
                       executor=ThreadExecutor(SLOTS))
     holder["runner"] = r
@@ -189,13 +134,13 @@ def test_stop_stops_every_server(standin_vllm, demo_models, vllm_install, tmp_pa
     # Nothing listens any more. (Binding the port is no test: connections the server closed
     # itself stay in TIME_WAIT on it for a minute, and a bind without SO_REUSEADDR then fails.)
     assert not any(_listening(port) for port in ports)
-    statuses = {row["status"] for row in _rows(tmp_path / "r.sqlite").values()}
+    statuses = {row["status"] for row in rows_by_label(tmp_path / "r.sqlite").values()}
     assert statuses <= {"completed", "cancelled", "pending"} and "cancelled" in statuses
 
 
 def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_models, vllm_install, tmp_path):
     plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN.format(sweep=""))
+    plan_file.write_text(standin_plan())
     db_path = tmp_path / "r.sqlite"
     env = {**os.environ, "STANDIN_REAL_PYTHON": sys.executable}
     argv = [sys.executable, "-m", "workbench.cli", "run", str(plan_file), "--db", str(db_path), "--gpus", "0,1",
@@ -210,14 +155,14 @@ def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_model
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    before = _rows(db_path)
+    before = rows_by_label(db_path)
     completed = {k for k, r in before.items() if r["status"] == "completed"}
     assert 1 <= len(completed) < 4
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     evs = [json.loads(line) for line in done.stdout.splitlines()]
     assert evs[0]["pending"] == 4 - len(completed)
-    after = _rows(db_path)
+    after = rows_by_label(db_path)
     assert all(r["status"] == "completed" for r in after.values())
     # The runs completed before the kill are kept as they were; only the lossless check, made at
     # the end of a sweep over all its runs (the killed one never got there), is added to them.
@@ -229,33 +174,15 @@ def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_model
     assert all(r["lossless_compared"] for label, r in after.items() if label.startswith("ngram"))
 
 
-TINY = """
-name = "parallel-real"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-[[methods]]
-method = "ngram"
-n = 3
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[workload]
-num_prompts = 2
-max_tokens = 8
-warmup = 1
-concurrency = [2]
-temperature = 0.0
-[server]
-health_timeout_s = 600
-"""
+TINY = demo_plan("parallel-real", target={"dtype": "bfloat16"}, methods=[NGRAM], server={"health_timeout_s": 600},
+                 workload={"num_prompts": 2, "max_tokens": 8})
 
 
 def _shape(row: dict) -> set[str]:
     return {k for k, v in row.items() if v is not None} - {"gpus", "error", "log_tail"}
 
 
-def test_two_real_vllm_cpu_servers_run_at_once_and_store_serial_rows(sweep_db, real_vllm, tmp_path):
+def test_two_real_vllm_cpu_servers_run_at_once_and_store_serialrows_by_label(sweep_db, real_vllm, tmp_path):
     """Two real vLLM CPU servers on two logical slots, at the same time; every row as the serial
     sweep of the same configurations (conftest's sweep_db) stores it."""
     seen: list = []

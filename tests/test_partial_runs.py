@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from standins.vllm_server import StandinVllm
-from test_standin_vllm import ATTACH
+from helpers.standins.vllm_server import StandinVllm
+from helpers.plans import attach_plan
 
 from workbench import plan, store
 from workbench.analysis import compare
@@ -42,7 +42,7 @@ def test_a_window_with_failed_requests_is_stored_partial(demo_models, vllm_insta
     with StandinVllm("draft_model_n3", api_key="standin-partial-key-0123456789ab") as server:
         server.recording = Dropping(server.recording)
         monkeypatch.setenv("STANDIN_KEY", server.api_key)
-        p = plan.loads(ATTACH.format(url=server.base_url, draft=demo_models[demo.DRAFT_NOISY.name]))
+        p = plan.loads(attach_plan(server.base_url, demo_models[demo.DRAFT_NOISY.name]))
         db_path = tmp_path / "partial.sqlite"
         summary = runner.Runner(p, str(db_path), vllm_install, emit=lambda e: None, scrape_interval_s=0.1).run()
 

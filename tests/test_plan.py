@@ -143,7 +143,7 @@ def test_optional_method_missing_its_package_is_skipped(folders):
 
 
 def test_demo_plan_is_valid_and_uses_demo_models():
-    from conftest import ROOT
+    from helpers.recorded import ROOT
 
     p = plan.load(ROOT / "resources" / "plans" / "demo.toml", available_modules=set())
     methods_ = {(s.method, s.n) for s, _ in p.servers()}
@@ -152,7 +152,7 @@ def test_demo_plan_is_valid_and_uses_demo_models():
 
 
 def test_quick_demo_plan_is_three_servers_with_repeats_for_an_interval():
-    from conftest import ROOT
+    from helpers.recorded import ROOT
 
     p = plan.load(ROOT / "resources" / "plans" / "demo-quick.toml", available_modules=set())
     # Three server starts (they take most of a quick demo), three repeats on each.

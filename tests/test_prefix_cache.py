@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import metrics, store
 from workbench.analysis import answer, compare, prefix_cache, run_summary, run_table
 from workbench.sweep.window import prefix_cache as window_prefix_cache

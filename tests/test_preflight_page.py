@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
 from app.main import DEMO_PLAN, MainWindow, _read_plan_doc
-from test_compat import write_header_only_safetensors
+from helpers.checkpoints import write_header_only_safetensors
 from workbench.checkpoints import demo
 from workbench.usecases import findings
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench.analysis import compare, recommend
 from workbench.analysis.recommend import Point, Survival
 

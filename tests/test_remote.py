@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import sshd as sshd_mod
-from conftest import ROOT
+from helpers.plans import NGRAM, demo_plan
+from helpers import sshd as sshd_mod
+from helpers.recorded import ROOT
 from workbench import remote, store
 
 pytestmark = pytest.mark.skipif(not os.path.exists(sshd_mod.SSHD), reason="needs OpenSSH's sshd (scripts/bootstrap.sh installs it)")
@@ -104,28 +105,9 @@ def test_quoting_keeps_shell_words_inert(sshd, tmp_path):
     assert not (Path.home() / "PWNED").exists() and not (Path.home() / "PWNED2").exists()
 
 
-TINY_PLAN = """
-name = "remote-stream"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-dtype = "bfloat16"
-enforce_eager = true
-[[methods]]
-method = "baseline"
-[[methods]]
-method = "ngram"
-n = 3
-options = { prompt_lookup_min = 2, prompt_lookup_max = 4 }
-[workload]
-num_prompts = 4
-max_tokens = 32
-warmup = 0
-concurrency = [1]
-temperature = 0.0
-[server]
-health_timeout_s = 600
-"""
+TINY_PLAN = demo_plan("remote-stream", target={"dtype": "bfloat16"}, methods=[{"method": "baseline"}, NGRAM],
+                      workload={"num_prompts": 4, "max_tokens": 32, "warmup": 0, "concurrency": [1]},
+                      server={"health_timeout_s": 600})
 
 
 def _children(pid: int) -> list[int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.plans import demo_plan
 from workbench import launch, plan, store
 from workbench.host import amdsmi, detect, engine, provenance
 from workbench.launch import provenance as server_provenance
@@ -26,7 +27,7 @@ WORKLOAD = '[workload]\nnum_prompts = 4\nmax_tokens = 32\nwarmup = 0\nconcurrenc
 
 FIX = Path(__file__).parent / "fixtures" / "rocm"
 TELEMETRY = Path(__file__).parent / "fixtures" / "telemetry"
-STANDIN = Path(__file__).parent / "standins" / "docker"
+STANDIN = Path(__file__).parent / "helpers" / "standins" / "docker"
 MI300A_STATIC = (FIX / "amd-smi-static-mi300a.txt").read_text()
 
 
@@ -244,25 +245,16 @@ def test_a_saved_default_profile_is_used_by_plans_naming_none(tmp_path, monkeypa
 
 # --- a sweep on a (simulated) ROCm host: known problems warned and stored, provenance stored ----
 
-ATTACH_MTP = """
-name = "rocm-attach"
-[target]
-model = "demo:smollm2-135m"
-served_name = "smollm2"
-[profile]
-kind = "attach"
-base_url = "{url}"
-api_key_env = "STANDIN_KEY"
-[[methods]]
-method = "mtp"
-n = 3
-[workload]
-num_prompts = 4
-max_tokens = 32
-warmup = 0
-concurrency = [2]
-temperature = 0.0
-"""
+
+
+def mtp_plan(profile: dict, method: dict | None = None) -> str:
+    return demo_plan("rocm-attach", target={"enforce_eager": None}, profile=profile,
+                     methods=[method or {"method": "mtp", "n": 3}],
+                     workload={"num_prompts": 4, "max_tokens": 32, "warmup": 0})
+
+
+def attach_profile(url: str) -> dict:
+    return {"kind": "attach", "base_url": url, "api_key_env": "STANDIN_KEY"}
 
 
 def test_known_bad_rows_cite_sources_and_versions():
@@ -280,10 +272,9 @@ def test_known_bad_rows_cite_sources_and_versions():
 
 
 def test_preflight_warns_of_a_known_bad_combination_only_on_rocm(demo_models, vllm_install):
-    text = ATTACH_MTP.format(url="http://127.0.0.1:9").replace(
-        '[profile]\nkind = "attach"\nbase_url = "http://127.0.0.1:9"\napi_key_env = "STANDIN_KEY"\n',
-        '[profile]\nkind = "docker"\nimage = "vllm/vllm-openai-rocm:v0.27.1"\nattention_backend = "ROCM_AITER_FA"\n')
-    p = plan.loads(text.replace('method = "mtp"', 'method = "eagle3"\ndraft = "org/eagle3-head"'))
+    p = plan.loads(mtp_plan({"kind": "docker", "image": "vllm/vllm-openai-rocm:v0.27.1",
+                              "attention_backend": "ROCM_AITER_FA"},
+                             {"method": "eagle3", "draft": "org/eagle3-head", "n": 3}))
     found = [f for f in findings.preflight(p, vllm_install, host_platform="rocm") if "known problem" in f.message]
     assert len(found) == 1 and found[0].level == findings.WARNING and found[0].label == "eagle3 N=3"
     assert "https://github.com/vllm-project/vllm/pull/54180" in found[0].message and "0.27.1" in found[0].message
@@ -297,7 +288,7 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
 
     monkeypatch.setenv("STANDIN_KEY", standin_server.api_key)
     monkeypatch.setenv("VLLM_ROCM_USE_AITER", "1")
-    p = plan.loads(ATTACH_MTP.format(url=standin_server.base_url))
+    p = plan.loads(mtp_plan(attach_profile(standin_server.base_url)))
     events: list = []
     db_path = tmp_path / "rocm.sqlite"
     summary = runner.Runner(p, str(db_path), vllm_install, emit=events.append, scrape_interval_s=0.1).run()

@@ -14,7 +14,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from conftest import PLAN, ROOT
+from helpers.plans import demo_plan
+from helpers.recorded import ROOT
 from workbench import launch, store
 from workbench.analysis import compare
 
@@ -132,7 +133,8 @@ def resumed(demo_models, tmp_path_factory):
     the end. Its two launches serve both the resume test and the token test below."""
     folder = tmp_path_factory.mktemp("resume")
     plan_file = folder / "plan.toml"
-    plan_file.write_text(PLAN.format(name="resume", methods="[[methods]]\nmethod = \"ngram\"\nn = 2\n"))
+    plan_file.write_text(demo_plan("resume", methods=[{"method": "ngram", "n": 2}], target={"dtype": "bfloat16"},
+                                   server={"health_timeout_s": 300}))
     db_path, events, log = folder / "results.sqlite", folder / "events.jsonl", folder / "runner.log"
     env = {**os.environ, "HF_TOKEN": TOKEN, "HUGGING_FACE_HUB_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "app", "run", str(plan_file), "--db", str(db_path), "--log", str(log)]

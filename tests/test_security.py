@@ -105,7 +105,7 @@ def test_no_subprocess_goes_through_a_shell(package):
 
 
 def test_runner_environment_keeps_secrets_out_of_the_stored_command(vllm_install, demo_models):
-    from conftest import server_config
+    from helpers.vllm_servers import server_config
     from workbench.checkpoints import demo
 
     spec = launch.prepare(server_config(str(demo_models[demo.TARGET.name])), vllm_install, 8000)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import store
 from workbench.analysis import answer, basis, compare, run_summary, run_table
 from workbench.load import RequestResult

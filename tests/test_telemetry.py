@@ -61,11 +61,19 @@ def test_amd_smi_power_only_and_wrapped_layout():
 
 
 def test_sampler_reads_this_host_for_real():
+    """Three readings arrive, one after another; waited for, not timed, so a loaded machine only
+    makes the test slower."""
     sampler = telemetry.Sampler(telemetry.sources_for("none")[0], interval_s=0.2).start()
-    time.sleep(1.0)
-    sampler.stop()
-    readings = sampler.drain()
+    readings: list = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(readings) < 3 and time.monotonic() < deadline:
+            readings += sampler.drain()
+            time.sleep(0.05)
+    finally:
+        sampler.stop()
     assert len(readings) >= 3
+    assert [r.t for r in readings] == sorted(r.t for r in readings) and len({r.t for r in readings}) == len(readings)
     assert all(r.device == "host" and 0 <= r.util_pct <= 100 and 0 < r.mem_used_mib < r.mem_total_mib
                for r in readings)
 

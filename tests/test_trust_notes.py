@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from app.exports import write_report
 from app.pages.compare_page import ComparePage
-from conftest import stored_runs
+from helpers.recorded import stored_runs
 from workbench.analysis import answer, compare
 
 

@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from conftest import server_config, start_server
+from helpers.vllm_servers import server_config, start_server
 from workbench import metrics
 from workbench.checkpoints import demo
 

@@ -20,7 +20,7 @@ from workbench.plan import acceptance, curves
 from workbench.sweep import runner
 from workbench.usecases import findings
 
-SCRIPT = Path(__file__).parent / "standins" / "vllm_server.py"
+SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
 IMPOSED = [0.8, 0.6, 0.45]
 PLAN = """
 name = "what-if"

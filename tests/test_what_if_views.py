@@ -26,8 +26,8 @@ from app.exports import main as export_main, select, write_report
 from app.models.runs_model import COLUMNS, RunsModel
 from app.pages.compare_page import ComparePage
 from app.pages.live import LivePage
-from conftest import ROOT, copy_db, stored_runs
-from test_report_browser import measure
+from helpers.browser import measure
+from helpers.recorded import ROOT, copy_db, stored_runs
 from workbench import cli, store
 from workbench.analysis import answer, compare
 from workbench.report import benchjson

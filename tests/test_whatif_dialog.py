@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QApplication
 from app.widgets.whatif_dialog import WhatIfDialog
 from workbench import plan
 from workbench.usecases import findings, whatif
-from test_hub import stand_in  # noqa: F401 - the stand-in Hub fixture
 
 TYPED = [0.8, 0.6, 0.45]
 
@@ -225,7 +224,7 @@ def test_a_measured_run_s_curve_from_the_results_database(qtbot, dialog, data_di
     assert server.imposed_source.startswith("measured: run 9 (draft_model N=3") and len(server.imposed) == 3
 
 
-def test_a_cached_config_is_a_target_with_a_free_draft_field(qtbot, data_dir, stand_in):  # noqa: F811
+def test_a_cached_config_is_a_target_with_a_free_draft_field(qtbot, data_dir, stand_in):
     from app.pages.models_page import ModelsPage
 
     page = ModelsPage()

@@ -35,10 +35,16 @@ def preview_lines(launches: list[Launch]) -> list[str]:
 def serve_command(row: dict, port: int = 8000) -> str:
     """The command that serves a measured configuration as it was measured: the one its run
     stored (what `preview` showed before it started), on a fixed port. A run imported without
-    a command (`import-bench`) gets `vllm serve TARGET --speculative-config ...` built the same way."""
+    a command (`import-bench`) gets `vllm serve TARGET --speculative-config ...` built the same way,
+    or, when the run lacks what that needs (its draft), a shell comment saying so."""
     stored = row.get("command")
     if stored:
         return re.sub(r"--port \S+", f"--port {port}", stored)
     options = json.loads(row["options"]) if row.get("options") else None
-    config = methods.speculative_config(row["method"], row.get("n"), row.get("draft"), options)
+    try:
+        config = methods.speculative_config(row["method"], row.get("n"), row.get("draft"), options)
+    except methods.MethodError as exc:
+        # A stored run can lack what its method needs (a draft_model run imported without its
+        # draft): the Compare page and the report show why no command is given instead of failing.
+        return f"# no serve command for this run: {exc}"
     return shlex.join(["vllm", "serve", row["target"], "--port", str(port), *methods.speculative_args(config)])

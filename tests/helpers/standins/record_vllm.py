@@ -1,6 +1,6 @@
 """Records what a real vLLM CPU server sends, for the stand-in in vllm_server.py to replay.
 
-    python tests/standins/record_vllm.py [OUT_DIR]     (default: tests/fixtures/vllm)
+    python tests/helpers/standins/record_vllm.py [OUT_DIR]     (default: tests/fixtures/vllm)
 
 Starts the demo target twice (baseline; the noisy-copy draft with N=3 and per-request
 spec-decode metrics), the way the runner does, and writes for each: the answers to the plain GET
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from workbench import launch, metrics, plan  # noqa: E402

@@ -1,22 +1,25 @@
-"""A stand-in for the Hugging Face Hub, which this test machine cannot reach.
+"""A stand-in for the Hugging Face Hub, which the machines these tests run on cannot reach: the one
+every test that talks to the Hub uses, through huggingface_hub itself (point HF_ENDPOINT at `url`).
 
-It serves the few endpoints huggingface_hub calls for search, model info, tree listing and file
-downloads, shaped like the real Hub's answers (ETag / X-Linked-Etag / X-Linked-Size / X-Repo-Commit
-headers, a 302 from /resolve/ to a CDN host for LFS files, Range requests answered with 206, gated
-repos answered 401 without a token and 403 with an unapproved one, with X-Error-Code: GatedRepo),
-for repos whose files the tests make. Run as a script it serves until killed:
-`python tests/hubserver.py PORT REPO=FOLDER ...`.
+It serves real HTTP on the loopback for the few endpoints huggingface_hub calls for search, model
+and dataset info, tree listing and file downloads, shaped like the real Hub's answers (ETag /
+X-Linked-Etag / X-Linked-Size / X-Repo-Commit headers, a 302 from /resolve/ to a CDN host for LFS
+files, Range requests answered with 206, gated repos answered 401 without a token and 403 with an
+unapproved one, with X-Error-Code: GatedRepo), for repos whose files the tests make. `demo_repos`
+fills it with the models the Hub tests download; a dataset is a Repo of kind "dataset".
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
@@ -33,6 +36,7 @@ class Repo:
     gated: bool = False
     sha: str = ""
     downloads: int = 0
+    kind: str = "model"  # or "dataset": huggingface_hub asks for those under /api/datasets/ and /datasets/
 
     def __post_init__(self):
         self.sha = self.sha or hashlib.sha1(json.dumps(sorted(self.files)).encode() + self.repo_id.encode()).hexdigest()
@@ -77,6 +81,12 @@ class StandInHub:
         self.server.shutdown()
         self.server.server_close()
 
+    def __enter__(self) -> "StandInHub":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
     def gets(self, path_part: str) -> list[dict]:
         return [r for r in self.requests if r["method"] == "GET" and path_part in r["path"]]
 
@@ -115,16 +125,17 @@ class _Handler(BaseHTTPRequestHandler):
         if token and token in self.hub.granted_tokens:
             return False
         if not token:
-            self._error(401, "GatedRepo", f"Access to model {repo.repo_id} is restricted. You must have access "
+            self._error(401, "GatedRepo", f"Access to {repo.kind} {repo.repo_id} is restricted. You must have access "
                                           "to it and be authenticated to access it. Please log in.")
         else:
-            self._error(403, "GatedRepo", f"Access to model {repo.repo_id} is restricted and you are not in the "
+            self._error(403, "GatedRepo", f"Access to {repo.kind} {repo.repo_id} is restricted and you are not in the "
                                           f"authorized list. Visit https://huggingface.co/{repo.repo_id} to ask for access.")
         return True
 
-    def _repo(self, repo_id: str) -> Repo | None:
+    def _repo(self, repo_id: str, kind: str = "model") -> Repo | None:
         repo = self.hub.repos.get(repo_id)
-        if repo is None:
+        if repo is None or repo.kind != kind:
+            repo = None
             self._error(404, "RepoNotFound", "Repository not found")
         return repo
 
@@ -146,12 +157,15 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         if path == "/api/models":
             return self._search(query)
-        m = re.match(r"^/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?$", path)
+        m = re.match(r"^/api/(models|datasets)/([^/]+/[^/]+)(?:/revision/([^/]+))?$", path)
         if m:
-            return self._info(m.group(1), query)
-        m = re.match(r"^/api/models/([^/]+/[^/]+)/tree/([^/]+)(/.*)?$", path)
+            return self._info(m.group(2), query, m.group(1).removesuffix("s"))
+        m = re.match(r"^/api/(models|datasets)/([^/]+/[^/]+)/tree/([^/]+)(/.*)?$", path)
         if m:
-            return self._tree(m.group(1))
+            return self._tree(m.group(2), m.group(1).removesuffix("s"))
+        m = re.match(r"^/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
+        if m:
+            return self._resolve(m.group(1), m.group(3), "dataset")
         m = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
         if m:
             return self._resolve(m.group(1), m.group(3))
@@ -169,8 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
                           "private": False, "gated": "manual" if r.gated else False, "pipeline_tag": "text-generation",
                           "tags": ["safetensors"], "createdAt": "2026-01-01T00:00:00.000Z"} for r in hits[:limit]])
 
-    def _info(self, repo_id: str, query) -> None:
-        repo = self._repo(repo_id)
+    def _info(self, repo_id: str, query, kind: str = "model") -> None:
+        repo = self._repo(repo_id, kind)
         if repo is None or self._denied(repo):
             return
         blobs = "blobs" in query
@@ -188,8 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
                          "pipeline_tag": "text-generation", "lastModified": "2026-01-01T00:00:00.000Z",
                          "siblings": siblings})
 
-    def _tree(self, repo_id: str) -> None:
-        repo = self._repo(repo_id)
+    def _tree(self, repo_id: str, kind: str = "model") -> None:
+        repo = self._repo(repo_id, kind)
         if repo is None or self._denied(repo):
             return
         entries = []
@@ -200,8 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
             entries.append(e)
         self._json(200, entries)
 
-    def _resolve(self, repo_id: str, filename: str) -> None:
-        repo = self._repo(repo_id)
+    def _resolve(self, repo_id: str, filename: str, kind: str = "model") -> None:
+        repo = self._repo(repo_id, kind)
         if repo is None or self._denied(repo):
             return
         if filename not in repo.files:
@@ -259,3 +273,47 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+
+
+# The models the Hub tests download (tests/conftest.py's `stand_in` fixture adds them).
+BIG = 40 * 1024 * 1024  # four of huggingface_hub's 10 MiB download chunks
+GRANTED = "hf_" + "granted" * 4  # the one token the gated repo lets through
+
+
+def weights(n: int, seed: int) -> bytes:
+    return hashlib.sha256(str(seed).encode()).digest() * (n // 32)
+
+
+def demo_repos(hub: StandInHub) -> StandInHub:
+    hub.add(Repo("acme/tiny-draft", {"config.json": b'{"model_type": "llama", "vocab_size": 49152}',
+                                     "model.safetensors": weights(3 * 1024 * 1024, 1)}, downloads=50))
+    hub.add(Repo("acme/big-target", {"config.json": b'{"model_type": "llama"}',
+                                     "model.safetensors": weights(BIG, 2)}, downloads=900))
+    hub.add(Repo("google/gated-assistant", {"config.json": b"{}", "model.safetensors": weights(1 << 20, 3)},
+                 gated=True, downloads=10))
+    return hub
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
+CONFIG_FILES = {
+    "config.json": b'{"model_type": "qwen3", "vocab_size": 151936}',
+    "generation_config.json": b'{"eos_token_id": [151645, 151643]}',
+    "tokenizer.json": b'{"model": {"type": "BPE"}}' * 4000,
+    "tokenizer_config.json": b'{"tokenizer_class": "Qwen2Tokenizer"}',
+    "chat_template.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}",
+    "merges.txt": b"a b\n" * 1000,
+    "model.safetensors.index.json": b'{"weight_map": {}}',
+}
+
+
+def add_full_repo(hub: StandInHub) -> Repo:
+    """A repo with its configs and every kind of weight file a repo ships."""
+    files = {"model-00001-of-00002.safetensors": weights(2 << 20, 4), "model-00002-of-00002.safetensors": weights(1 << 20, 5),
+             "pytorch_model.bin": weights(1 << 20, 6), "model-q4.gguf": weights(1 << 20, 7),
+             "original/consolidated.pth": weights(1 << 20, 8), "training_args.pt": weights(1 << 16, 9)}
+    return hub.add(Repo("acme/full-target", {**CONFIG_FILES, **files}, downloads=5))
+
+
+def weight_files_in_cache(repo: str) -> list[str]:
+    storage = Path(os.environ["HF_HOME"]) / "hub" / ("models--" + repo.replace("/", "--"))
+    return [p.name for p in storage.rglob("*") if p.name.endswith(WEIGHT_SUFFIXES)]

@@ -15,7 +15,7 @@ gauge. Latency histograms stay as recorded. `log` holds the server's output: the
 lines, one access line per request, and vLLM's periodic throughput and SpecDecoding lines.
 
 Run as a script it serves until killed, printing its log, like `vllm serve` (the run key from
-VLLM_API_KEY): `python tests/standins/vllm_server.py --port PORT [--recording baseline]`.
+VLLM_API_KEY): `python tests/helpers/standins/vllm_server.py --port PORT [--recording baseline]`.
 
 A what-if server, as a GPU build of vLLM serves one: with `--speculative-config` holding
 `"rejection_sample_method": "synthetic"` and `"synthetic_acceptance_rates"`, every request's
@@ -47,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm"
 SAMPLE = re.compile(r'^(?P<name>[\w:]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 SPEC = ("vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
@@ -245,6 +245,7 @@ class StandinVllm:
             self.counters.ensure_positions(len(self.imposed))
         self.requests: list[dict] = []  # every chat request: its body, and whether its own recording answered
         self.running = 0
+        self.scrapes = 0  # /metrics requests answered
         self.log: list[str] = []
         self.on_line = on_line
         self._window = {"t": time.time(), "prompt": 0, "generation": 0, "drafts": 0, "drafted": 0, "accepted": 0,
@@ -373,6 +374,8 @@ class _Handler(BaseHTTPRequestHandler):
         s, meta = self.standin, self.standin.recording.meta
         path = self.path.split("?")[0]
         if path == "/metrics":
+            with s.counters.lock:
+                s.scrapes += 1  # a test can wait for the sampler's next scrapes instead of timing them
             text = s.counters.page(s.running)
             return self._send({"status": 200, "headers": meta["get"]["/metrics"]["headers"], "body": text})
         if path not in meta["get"]:

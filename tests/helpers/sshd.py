@@ -28,7 +28,7 @@ class Sshd:
 
     def host(self, **kw) -> remote.RemoteHost:
         """This machine's Python and this checkout, reached over SSH as if it were a GPU server."""
-        root = Path(__file__).resolve().parent.parent
+        root = Path(__file__).resolve().parents[2]
         kw.setdefault("identity_file", str(self.key))
         kw.setdefault("python", sys.executable)
         kw.setdefault("data_dir", str(self.folder / "remote-data"))
