@@ -12,14 +12,14 @@ import pytest
 
 from app.exports import write_report
 from app.pages.compare_page import ComparePage
-from conftest import stored_runs
+from helpers.recorded import stored_runs
 from workbench import launch, plan, store
 from workbench.analysis import answer, compare, lossless
 from workbench.cli import entry
 from workbench.load import grade, workloads
 from workbench.sweep import runner
 
-SCRIPT = Path(__file__).parent / "standins" / "vllm_server.py"
+SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
 PLAN = """
 name = "lossless"
 [target]
