@@ -12,6 +12,7 @@ from workbench import cli, report, store
 from workbench.analysis import answer, breakeven, compare, recommend
 from workbench.usecases import commands
 from workbench.cli.export import CHART_NAMES, WHAT_IF_CHART_NAMES, add_arguments
+from workbench.errors import DraftbenchError
 
 ALL_CHARTS = CHART_NAMES + WHAT_IF_CHART_NAMES
 WHAT_IF_TABLE = "what_if_table"  # the what-if table's file name, apart from speedup_table (measured only)
@@ -47,7 +48,7 @@ def the_answer(rows: list[dict], cs: list) -> tuple[list[dict], list[dict]]:
     return table, answer.crossovers(cs)
 
 
-class ExportError(Exception):
+class ExportError(DraftbenchError):
     pass
 
 

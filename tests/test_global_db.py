@@ -104,4 +104,4 @@ def test_the_desktop_app_opens_the_database_named_before_or_without_gui(db):
 def test_help_shows_the_option_before_the_command():
     done = draftbench("--help")
     assert done.returncode == 0
-    assert done.stdout.startswith("usage: draftbench [-h] [--version] [--info] [--db FILE] COMMAND ...")
+    assert done.stdout.startswith("usage: draftbench [-h] [--version] [--info] [--debug] [--db FILE] COMMAND ...")

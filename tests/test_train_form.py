@@ -31,7 +31,7 @@ def test_every_field_of_the_train_form_reaches_the_cli_parser(qtbot, tmp_path):
 
     args = cli._parser().parse_args(page.argv(tmp_path / "events.jsonl"))
     assert args.command == "train" and args.handler is train_cli.train_verb
-    parsed = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "info")}
+    parsed = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "info", "debug")}
     assert parsed == {
         "target": str(tmp_path / "target"), "out": str(tmp_path / "out"), "prompts": "gsm8k", "num_prompts": 17,
         "max_tokens": 33, "seq_length": 777, "epochs": 5, "lr": 0.00025, "speculator_type": "dflash",

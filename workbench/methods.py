@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from workbench.errors import DraftbenchError
+
 
 @dataclass(frozen=True)
 class Method:
@@ -57,7 +59,7 @@ def unavailable(method: str, modules: set[str], python: str = "python") -> str |
             f"{python} -m pip install {m.install or m.needs_package}")
 
 
-class MethodError(ValueError):
+class MethodError(DraftbenchError, ValueError):
     """A one-line reason a method configuration cannot be served."""
 
 

@@ -28,6 +28,11 @@ def default_db() -> Path:
     return data_dir() / "results.sqlite"
 
 
+def logs_dir() -> Path:
+    """Log files: a remote host's detached sweeps, and the tracebacks `draftbench --debug` keeps."""
+    return data_dir() / "logs"
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Writes under a temporary name and renames: a reader never sees a half-written file."""
     tmp = path.with_name(path.name + ".tmp")

@@ -20,6 +20,7 @@ import numpy as np
 
 from workbench import methods
 from workbench.analysis.compare import Config, t95
+from workbench.errors import DraftbenchError
 
 Z95 = 1.96
 # Relative standard deviation of one run's output throughput, assumed only when no repeats
@@ -33,7 +34,7 @@ FAMILIES = {
 }
 
 
-class RecommendError(ValueError):
+class RecommendError(DraftbenchError, ValueError):
     """A one-line reason no recommendation can be made from the runs given."""
 
 

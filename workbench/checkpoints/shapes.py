@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import paths
+from workbench.errors import DraftbenchError
 
 ROLES = ("target", "draft")
 METHODS = ("eagle3", "dflash", "dspark", "mtp")
@@ -51,7 +52,7 @@ CHAT_TEMPLATE = (
 )
 
 
-class ShapeError(ValueError):
+class ShapeError(DraftbenchError, ValueError):
     """A one-line reason a shape is unknown, malformed or cannot be materialised."""
 
 

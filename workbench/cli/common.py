@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from workbench import paths
+from workbench.errors import DraftbenchError
 
 
-class CliError(Exception):
+class CliError(DraftbenchError):
     """A one-line message for the user; exit status 2."""
 
 

@@ -1,5 +1,6 @@
 """The command line's top level: the parser, assembled from one module per verb (each module's
-`register` adds its verb and the handler), the --db given before or after the verb, and `main`."""
+`register` adds its verb and the handler), the --db given before or after the verb, and `main`,
+which turns any failure into one line on stderr (`failure`; with --debug the traceback goes to a file)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Callable
 
 from workbench import __version__
 from workbench.cli import (
-    bench, catalog, demo_model, doctor, export, models, remote, run, runs, train, whatif, workloads,
+    bench, catalog, demo_model, doctor, export, failure, models, remote, run, runs, train, whatif, workloads,
 )
 from workbench.cli.common import CliError, Parser
 
@@ -58,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="draftbench", description="Speculative-decoding workbench for vLLM.")
     p.add_argument("--version", action="version", version=f"draftbench {__version__}")
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, keep the full traceback in a file under the data directory's "
+                        "logs folder and name that file")
     # Its own dest, since a verb's parser would overwrite `db` with its default; absent from the
     # namespace unless given.
     p.add_argument("--db", dest="global_db", metavar="FILE", default=argparse.SUPPRESS,
@@ -90,19 +94,5 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
         return args.handler(args)
-    except CliError as exc:
-        print(f"draftbench: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        # Deferred: the store (and sqlite_utils) loads only with the verbs that open a database,
-        # the only ones that can fail here with a database error: a file that opened but fails
-        # later (damaged pages, a full disk, another writer's lock).
-        from workbench import store
-
-        if not isinstance(exc, store.DatabaseError):
-            raise
-        print(f"draftbench: the results database cannot be used: {store.explain(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("draftbench: interrupted", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as exc:
+        return failure.report(exc, sys.argv[1:] if argv is None else argv, args.debug)

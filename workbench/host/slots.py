@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from workbench.errors import DraftbenchError
 from workbench.host.topology import Topology
 
 
-class SlotError(ValueError):
+class SlotError(DraftbenchError, ValueError):
     """A one-line reason the GPUs asked for cannot be cut into slots."""
 
 

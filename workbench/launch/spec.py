@@ -6,12 +6,13 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from workbench.errors import DraftbenchError
 from workbench.host import vllm_cli
 
 HOST = "127.0.0.1"
 
 
-class LaunchError(Exception):
+class LaunchError(DraftbenchError):
     """A server that could not be started, with a one-line reason and its log tail."""
 
     def __init__(self, message: str, log_tail: str = ""):

@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.errors import DraftbenchError
 
-class WorkloadError(ValueError):
+
+class WorkloadError(DraftbenchError, ValueError):
     """A one-line reason a workload cannot be used."""
 
 

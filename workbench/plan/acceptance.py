@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from workbench.errors import DraftbenchError
 from workbench.plan import curves
 
 
-class AcceptanceError(ValueError):
+class AcceptanceError(DraftbenchError, ValueError):
     """A one-line reason an acceptance curve cannot be imposed."""
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import tomli_w
 
 from workbench import methods, paths, plan
+from workbench.errors import DraftbenchError
 
 FIELDS = ("name", "draft", "target", "method", "n", "draft_gated", "target_gated", "publisher", "source")
 
 
-class CatalogError(ValueError):
+class CatalogError(DraftbenchError, ValueError):
     """A one-line reason the catalog or a pair cannot be used."""
 
 

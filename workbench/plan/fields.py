@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from workbench.checkpoints import demo, shapes
+from workbench.errors import DraftbenchError
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 DEMO_PREFIX = "demo:"
@@ -16,7 +17,7 @@ DEMO_PREFIX = "demo:"
 SHAPE_PREFIX = "shape:"
 
 
-class PlanError(ValueError):
+class PlanError(DraftbenchError, ValueError):
     """A one-line reason a plan cannot be run."""
 
 

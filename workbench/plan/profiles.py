@@ -15,6 +15,7 @@ from pathlib import Path
 import tomli_w
 
 from workbench import paths
+from workbench.errors import DraftbenchError
 
 KINDS = ("local", "docker", "attach")
 PLATFORMS = ("auto", "cuda", "rocm", "cpu")
@@ -32,7 +33,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BACKEND = re.compile(r"^[A-Za-z0-9_]+$")
 
 
-class ProfileError(ValueError):
+class ProfileError(DraftbenchError, ValueError):
     """A one-line reason a profile cannot be used."""
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 import tomli_w
 
 from workbench import paths
+from workbench.errors import DraftbenchError
 
 DEFAULT_DATA_DIR = "~/.local/share/draftbench"
 
 
-class RemoteError(Exception):
+class RemoteError(DraftbenchError):
     """A one-line reason the remote host cannot be used."""
 
 

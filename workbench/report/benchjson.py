@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from workbench import methods, store
+from workbench.errors import DraftbenchError
 
 # bench field -> our run column, for the figures that mean the same thing in the same unit.
 SAME = {
@@ -26,7 +27,7 @@ SAME = {
 REQUIRED = ("duration", "completed", "total_output_tokens", "output_throughput")
 
 
-class BenchJsonError(ValueError):
+class BenchJsonError(DraftbenchError, ValueError):
     """A one-line reason a file is not a usable `vllm bench serve` result."""
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
+from workbench.errors import DraftbenchError
+
 # Anything SQLite raises once a file is open (damaged pages, a full disk, another writer's
 # lock), for callers that report it without importing sqlite3 themselves.
 DatabaseError = sqlite3.DatabaseError
 
 
-class StoreError(Exception):
+class StoreError(DraftbenchError):
     """A one-line reason the database cannot be used."""
 
 

@@ -21,6 +21,7 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 
+from workbench.errors import DraftbenchError
 from workbench.host import gpus
 from workbench.host.slots import Slot
 from workbench.sweep import outbox
@@ -30,7 +31,7 @@ MAX_ATTEMPTS = 3
 BATCH_S = 0.2
 
 
-class ClusterError(Exception):
+class ClusterError(DraftbenchError):
     """A one-line reason the cluster cannot be used."""
 
 

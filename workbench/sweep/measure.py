@@ -17,6 +17,7 @@ import httpx
 from workbench import events, launch, load, metrics
 from workbench.load import pool, workloads
 from workbench.analysis import alarms
+from workbench.errors import DraftbenchError
 from workbench.metrics import steady_state
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
@@ -199,7 +200,7 @@ def window_warnings(client_cpu_s: float, app_cpu_s: float | None, wall_s: float)
     return out
 
 
-class RunFailed(Exception):
+class RunFailed(DraftbenchError):
     pass
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from workbench.errors import DraftbenchError
+
 
 
 SELF_PROMPTS = "self"  # the prompt source "written by the target itself"
@@ -13,11 +15,11 @@ MANIFEST = "manifest.json"
 CONCURRENCY = 8  # requests in flight while the target writes the responses
 
 
-class TrainError(Exception):
+class TrainError(DraftbenchError):
     """A one-line reason the training pipeline cannot go on."""
 
 
-class Cancelled(Exception):
+class Cancelled(DraftbenchError):
     """The run was asked to stop; finished steps stay recorded."""
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 
 from workbench import events, paths, plan, store
 from workbench.checkpoints import demo
+from workbench.errors import DraftbenchError
 from workbench.host import engine
 from workbench.load import workloads
 from workbench.sweep import cluster as ray_cluster
@@ -17,7 +18,7 @@ from workbench.sweep import runner, scheduler
 from workbench.sweep.adaptive import AdaptiveRunner
 
 
-class RunError(Exception):
+class RunError(DraftbenchError):
     """Why the plan cannot run, in one line."""
 
 

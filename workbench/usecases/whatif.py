@@ -12,11 +12,12 @@ import tomli_w
 
 from workbench import paths, store
 from workbench.checkpoints import demo, shapes
+from workbench.errors import DraftbenchError
 from workbench.plan.fields import SHAPE_PREFIX
 from workbench.plan import TEXT_DRAFTERS, acceptance
 
 
-class WhatIfError(Exception):
+class WhatIfError(DraftbenchError):
     """Why a what-if plan cannot be written, in one line."""
 
 
