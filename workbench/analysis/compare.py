@@ -46,7 +46,8 @@ class Estimate:
 
     @property
     def ci95(self) -> float | None:
-        return t95(self.n - 1) * self.sem if self.n >= 2 else None
+        sem = self.sem  # None for a single run
+        return t95(self.n - 1) * sem if sem is not None else None
 
 
 def estimate(values) -> Estimate:
@@ -165,17 +166,21 @@ class Config:
     def speedup_ci95(self) -> float | None:
         """Half-width by the delta method: relative errors of the two means add in quadrature."""
         s, b = self.tok_s, self.baseline.tok_s if self.baseline else None
-        if self.speedup is None or b is None or s.ci95 is None or b.ci95 is None:
+        speedup = self.speedup
+        if speedup is None or b is None or s.ci95 is None or b.ci95 is None:
             return None
-        return self.speedup * math.hypot(s.ci95 / s.mean, b.ci95 / b.mean)
+        s_mean, b_mean = s.mean, b.mean  # neither is None where there is a speedup
+        if s_mean is None or b_mean is None:
+            return None
+        return speedup * math.hypot(s.ci95 / s_mean, b.ci95 / b_mean)
 
     @property
     def beyond_noise(self) -> bool | None:
         """True when the 95% interval of the speedup excludes 1.0; None without repeats."""
-        ci = self.speedup_ci95
-        if ci is None:
+        ci, speedup = self.speedup_ci95, self.speedup
+        if ci is None or speedup is None:  # the speedup is never None where the interval is not
             return None
-        return abs(self.speedup - 1.0) > ci
+        return abs(speedup - 1.0) > ci
 
     @property
     def efficiency(self) -> float | None:
