@@ -25,6 +25,7 @@ from workbench.host import process
 from workbench.load import client
 from workbench.load.workloads import Prompt
 
+_LOOP: Callable[[], asyncio.AbstractEventLoop] | None
 try:
     # libuv's event loop: per streamed token it costs about 40% less client CPU at concurrency 1
     # and half at 16 than asyncio's (bench/client_ceiling.py --step-ms), which is what a client
@@ -53,7 +54,7 @@ class Outcome:
     processes: int
 
 
-def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float) -> None:
+def _worker(jobs, out, base_url: str, api_key: str | None, model: str, timeout_s: float) -> None:
     # A SIGKILLed runner cannot close its pool (daemon processes are only ended on a clean exit),
     # so the kernel ends each worker instead of leaving it waiting for a job for ever.
     process.die_with_parent()
@@ -86,7 +87,7 @@ def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float
 class ClientPool:
     """`processes` client processes against one server; use as a context manager."""
 
-    def __init__(self, base_url: str, api_key: str, model: str, processes: int = 1, timeout_s: float = 600.0):
+    def __init__(self, base_url: str, api_key: str | None, model: str, processes: int = 1, timeout_s: float = 600.0):
         self.processes = max(1, processes)
         # spawn, not fork: the runner has threads (telemetry), and a forked copy of them is unsafe.
         ctx = multiprocessing.get_context("spawn")

@@ -99,7 +99,10 @@ def parse_amd_smi_metric(text: str, t: float, visible: dict[int, int] | None = N
     for i, d in enumerate(items):
         if not isinstance(d, dict):
             continue
-        phys = int(_num(d.get("gpu")) if d.get("gpu") is not None else i)
+        gpu = _num(d.get("gpu")) if d.get("gpu") is not None else i
+        if gpu is None:  # the sampler drops a reading it cannot parse
+            raise ValueError(f"amd-smi named GPU {d.get('gpu')!r}, not a number")
+        phys = int(gpu)
         if visible and phys not in visible:
             continue
         usage, power, temp, mem = (d.get(k) or {} for k in ("usage", "power", "temperature", "mem_usage"))
@@ -263,7 +266,7 @@ def energy(rows: list[dict], t0: float, t1: float) -> dict:
     for points in per_gpu.values():
         points.sort()
         joules += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
-    out = {}
+    out: dict[str, float | None] = {}
     if any(len(p) > 1 for p in per_gpu.values()):
         out["energy_j"] = joules
         out["power_mean_w"] = joules / (t1 - t0) if t1 > t0 else None

@@ -12,6 +12,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workbench import events, store
 from workbench.analysis import compare, recommend
@@ -143,7 +144,7 @@ class AdaptiveRunner(Runner):
         for ctx in self.contexts:
             rec = ctx.last
             message = ctx.message()
-            figures = {}
+            figures: dict[str, Any] = {}
             if rec is not None:
                 predicted = (ctx.first or rec).at(rec.best_n)
                 figures = {"best_n": rec.best_n, "predicted_speedup": predicted.speedup,

@@ -76,7 +76,7 @@ class ServerJob(Measurement):
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.sampler: telemetry.Sampler | None = None
-        self.srv = None
+        self.srv: launch.LocalServer | launch.AttachedServer | None = None
         self.clients: pool.ClientPool | None = None
         self.cancelled = False
         self._last_beat = 0.0
@@ -171,6 +171,7 @@ class ServerJob(Measurement):
         todo, ids = self.work.runs, self.work.ids
         spec = launch.prepare(server, self.ctx.vllm, launch.free_port(), self.ctx.host_platform, gpus=self._pinned())
         key_env = server.profile.api_key_env
+        srv: launch.LocalServer | launch.AttachedServer
         if spec.kind == "attach":
             srv = launch.AttachedServer(spec, api_key=os.environ.get(key_env) if key_env else None)
         else:
@@ -190,7 +191,7 @@ class ServerJob(Measurement):
             # A SIGKILLed runner cannot stop its server; the kernel does it instead.
             srv.start(preexec=process.die_with_parent)
             seconds = srv.wait_healthy(self.ctx.health_timeout_s, cancelled=self._tick)
-            if spec.kind == "attach" and server.served_name not in srv.served_models:
+            if isinstance(srv, launch.AttachedServer) and server.served_name not in srv.served_models:
                 raise launch.LaunchError(f"the attached server serves {', '.join(srv.served_models) or 'no model'}, "
                                          f"not {server.served_name!r}: set target.served_name to its name")
             self.emit(events.ServerReady(seconds=round(seconds, 1), port=spec.port,

@@ -10,6 +10,8 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -74,7 +76,7 @@ class Measurement:
                 raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             t_wall0 = time.time()
-            state = {"done": 0, "out": 0, "last": before, "rows": [], "counts": []}
+            state: dict[str, Any] = {"done": 0, "out": 0, "last": before, "rows": [], "counts": []}
 
             def on_result(res: load.RequestResult) -> None:
                 # Called on the pool's thread; list appends and the swap in _sample are atomic.
@@ -160,7 +162,7 @@ class Measurement:
             "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
             "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
         }
-        per_position = w.per_position or [None] * len(w.accepted_per_position)
+        per_position: Sequence[float | None] = w.per_position or [None] * len(w.accepted_per_position)
         positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
                       "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         state["counts"].append((t, w.drafts, w.accepted))
