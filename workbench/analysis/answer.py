@@ -5,6 +5,7 @@ which speculation stops paying (the crossover). Pure, no Qt."""
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 from workbench.analysis import alarms
 from workbench.analysis import basis as throughput_basis
@@ -183,7 +184,8 @@ def crossovers(cs: list[Config]) -> list[dict]:
     return out
 
 
-def _crossover_text(method, levels, at, before, stops, estimate) -> str:
+def _crossover_text(method: str, levels: list[int], at: dict[int, Config], before: list[int], stops: int | None,
+                    estimate: float | None) -> str:
     first, last = levels[0], levels[-1]
     if stops is None:
         return (f"{method} pays at every concurrency run (c={first}: {at[first].speedup:.2f}x … "
@@ -225,7 +227,7 @@ def conditions(rows: list[dict]) -> str:
     """The run conditions in one caption line: target, workload, concurrency, temperature, vLLM."""
     counted = [r for r in rows if r.get("status") in ("completed", "partial")] or rows
 
-    def values(key, fmt=str):
+    def values(key: str, fmt: Callable[[Any], str] = str) -> str:
         found = sorted({r.get(key) for r in counted if r.get(key) is not None}, key=lambda v: (str(type(v)), v))
         return ", ".join(fmt(v) for v in found) or "?"
 

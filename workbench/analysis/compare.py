@@ -7,6 +7,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from workbench import store
 from workbench.analysis import basis as throughput_basis
@@ -50,7 +51,7 @@ class Estimate:
         return t95(self.n - 1) * sem if sem is not None else None
 
 
-def estimate(values) -> Estimate:
+def estimate(values: Iterable[float | None]) -> Estimate:
     return Estimate([v for v in values if v is not None])
 
 
@@ -131,7 +132,7 @@ class Config:
             return None
         return prefix_cache.warning(self.label, self.prefix_cache_hit_rate, self.baseline.prefix_cache_hit_rate)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
             return self.rows[0].get(name)
         raise AttributeError(name)
@@ -231,7 +232,7 @@ def run_speedup(row: dict, by_key: dict[tuple, Config]) -> float | None:
     return mine / base.tok_s.mean
 
 
-def _fmt(v, spec):
+def _fmt(v: float | None, spec: str) -> float | None:
     return None if v is None else float(format(v, spec))
 
 
@@ -326,7 +327,7 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
             "concurrency": concurrency, "energy": energy}
 
 
-def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
+def gpu_data(db: store.Database, run_ids: list[int]) -> dict[str, list[dict]]:
     """Mean power and utilisation of every GPU a run used, over its measured window, and the power
     summed over its GPUs (what a tensor-parallel configuration draws in all)."""
     out = []
@@ -357,7 +358,7 @@ def survival_from_histogram(histogram: list[int]) -> list[float] | None:
     return [sum(histogram[i + 1:]) / steps for i in range(len(histogram) - 1)]
 
 
-def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
+def request_data(db: store.Database, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
     """Per-request attribution (vLLM's per-request spec-decode metrics) for the chosen runs:
     acceptance by prompt category, and MAL against prompt length in quantile bins. Totals are
     request-weighted: sums of accepted and drafts over the requests, as the counters are."""

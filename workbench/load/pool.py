@@ -19,7 +19,7 @@ import queue
 import signal
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from workbench.host import process
 from workbench.load import client
@@ -54,7 +54,7 @@ class Outcome:
     processes: int
 
 
-def _worker(jobs, out, base_url: str, api_key: str | None, model: str, timeout_s: float) -> None:
+def _worker(jobs: Any, out: Any, base_url: str, api_key: str | None, model: str, timeout_s: float) -> None:
     # A SIGKILLed runner cannot close its pool (daemon processes are only ended on a clean exit),
     # so the kernel ends each worker instead of leaving it waiting for a job for ever.
     process.die_with_parent()
@@ -100,7 +100,7 @@ class ClientPool:
     def __enter__(self) -> "ClientPool":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def start(self) -> "ClientPool":
@@ -128,7 +128,7 @@ class ClientPool:
                 p.kill()
                 p.join(timeout=5)
 
-    def _get(self, deadline: float, what: str):
+    def _get(self, deadline: float, what: str) -> Any:
         while True:
             try:
                 return self._out.get(timeout=0.5)

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import psutil
 
@@ -40,7 +40,7 @@ class Reading:
         return {"run_id": run_id, **asdict(self)}
 
 
-def _num(text) -> float | None:
+def _num(text: Any) -> float | None:
     """'71.3', '71.3 W', 71, {'value': 71, 'unit': 'W'} -> 71.x; 'N/A', '[Not Supported]' -> None."""
     if isinstance(text, dict):
         text = text.get("value")
@@ -52,7 +52,7 @@ def _num(text) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _mib(value) -> float | None:
+def _mib(value: Any) -> float | None:
     """A memory figure in MiB, reading the unit where the tool gives one (amd-smi says MB for MiB)."""
     number = _num(value)
     if number is None:
@@ -83,7 +83,7 @@ def parse_nvidia_smi_csv(text: str, t: float, visible: dict[int, int] | None = N
     return out
 
 
-def _first(d: dict, *keys):
+def _first(d: dict, *keys: str) -> Any:
     for k in keys:
         if isinstance(d, dict) and d.get(k) not in (None, "N/A"):
             return d[k]
@@ -146,7 +146,7 @@ class NvmlSource:
         n = self.nvml
         out = []
         for phys, h in self.handles:
-            def safe(fn, *a):
+            def safe(fn: Callable[..., Any], *a: Any) -> Any:
                 try:
                     return fn(h, *a)
                 except n.NVMLError:
@@ -180,7 +180,7 @@ class CommandSource:
 
 
 class HostSource:
-    def __init__(self):
+    def __init__(self) -> None:
         psutil.cpu_percent(None)  # the first call only starts the measurement interval
 
     def read(self, t: float) -> list[Reading]:

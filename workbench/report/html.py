@@ -56,7 +56,7 @@ class Report:
     what_if_charts: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG text)
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 

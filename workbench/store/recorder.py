@@ -190,8 +190,9 @@ class Recorder:
             self.db.table("runs").update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
                                             "finished": time.time()})
 
-    def cancel_running(self, experiment_id: int) -> None:
-        """After an interrupt: the experiment's run in flight is cancelled (redone on a resume)."""
+    def cancel_running(self, experiment_id: int | None) -> None:
+        """After an interrupt: the experiment's run in flight is cancelled (redone on a resume).
+        None: the sweep was stopped before its experiment was registered, so nothing runs."""
         with self.db.conn:
             self.db.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE status = 'running' "
                             "AND experiment_id = ?", [time.time(), experiment_id])

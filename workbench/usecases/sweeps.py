@@ -83,7 +83,7 @@ def open_existing(db_path: str | Path | None):
 
 def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
              local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
-             on_start: Callable[[], None] | None = None, slots: list[scheduler.Slot] | None = None,
+             on_start: Callable[[], object] | None = None, slots: list[scheduler.Slot] | None = None,
              cluster: "ray_cluster.Cluster | None" = None) -> dict | None:
     """The sweep's summary, or None when it was interrupted (its running server is stopped first).
     `local`: served by a vLLM started here, which must then exist; `progress` reports the demo
@@ -105,7 +105,8 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
             raise RunError(str(exc)) from None
     runner_class = AdaptiveRunner if p.mode == "adaptive" else runner.Runner
     if cluster is not None:
-        runner_class = ray_cluster.on_cluster(runner_class, cluster)
+        # A subclass of runner_class, built at run time: its type is only `type`.
+        runner_class = ray_cluster.on_cluster(runner_class, cluster)  # type: ignore[assignment]
     try:
         sweep = runner_class(p, str(Path(db_path or paths.default_db())), vllm, emit=emit, events_path=events_path,
                              prompts=prompts, slots=slots)
