@@ -114,12 +114,14 @@ case "$what" in
     export QT_QPA_PLATFORM=offscreen
     draftbench demo-model
     [ $# -gt 0 ] && exec python -m pytest "$@"
-    # ruff first (pyproject.toml's [tool.ruff]), then the whole suite in two passes: the fast
-    # tier on two workers a core (pytest-xdist, see tests/conftest.py), then the slow tier (vLLM servers and
-    # minutes-long builds) on two workers, each module's real servers shared by its tests. All three always run; the exit status is non-zero when either failed. Each tier's log
-    # ends with its ten slowest tests (setup, call and teardown timed apart).
+    # ruff and mypy first (pyproject.toml's [tool.ruff] and [tool.mypy]), then the whole suite in
+    # two passes: the fast tier on two workers a core (pytest-xdist, see tests/conftest.py), then the
+    # slow tier (vLLM servers and minutes-long builds) on two workers, each module's real servers
+    # shared by its tests. All four always run; the exit status is non-zero when any failed. Each
+    # tier's log ends with its ten slowest tests (setup, call and teardown timed apart).
     rc=0
     python -m ruff check . || rc=$?
+    python -m mypy || rc=$?
     python -m pytest -m "not vllm and not build" --durations=10 || rc=$?
     python -m pytest -m "vllm or build" --durations=10 || rc=$?
     exit $rc

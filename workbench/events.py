@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TextIO
+from typing import Any, Callable, ClassVar, TextIO, TypeVar, dataclass_transform
 
 
 class Kind(enum.StrEnum):
@@ -49,6 +49,8 @@ class Event:
     """A typed record; KIND names its kind (None for a kind this version does not know)."""
 
     KIND: ClassVar[Kind | None] = None
+    # Every record is a dataclass; declared so that type checkers let dataclasses.fields read one.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_json(self) -> dict:
         out: dict = {"event": str(self.KIND)}
@@ -72,7 +74,13 @@ class Event:
         return cls(**kwargs)
 
 
-_record = dataclass(frozen=True, kw_only=True)
+_T = TypeVar("_T")
+
+
+# dataclass(frozen=True, kw_only=True) under a name, spelled so that type checkers see the fields.
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
+def _record(cls: type[_T]) -> type[_T]:
+    return dataclass(frozen=True, kw_only=True)(cls)
 
 
 # -- sweeps (workbench.sweep.runner) ------------------------------------------------------------------

@@ -98,8 +98,8 @@ def overcount(method: str, drafts: float | None, accepted: float | None, generat
             or generation_tokens is None or not requests):
         return None
     counted = 1 + accepted / drafts
-    emitted = emitted_mal(generation_tokens, requests, drafts)
-    if abs(counted - emitted) <= OVERCOUNT_SHARE * emitted:
+    emitted = emitted_mal(generation_tokens, requests, drafts)  # not None: there are drafts
+    if emitted is None or abs(counted - emitted) <= OVERCOUNT_SHARE * emitted:
         return None
     extra = requests + drafts + accepted - generation_tokens
     return Alarm(OVERCOUNT, f"MAL from the accepted-token counter is {counted:.3f}, but the tokens emitted per draft "

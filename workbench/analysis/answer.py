@@ -5,6 +5,7 @@ which speculation stops paying (the crossover). Pure, no Qt."""
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 from workbench.analysis import alarms, lossless
 from workbench.analysis import basis as throughput_basis
@@ -18,13 +19,28 @@ def short_model(name: str | None) -> str:
     return name.rstrip("/").rsplit("/", 1)[-1].removeprefix("demo:")
 
 
+def _speedup(c: Config) -> float:
+    """The speedup of a configuration that has one: best_per_method picks only those, and a
+    configuration with a noise verdict has one."""
+    speedup = c.speedup
+    assert speedup is not None, c.label
+    return speedup
+
+
+def _tok_s(c: Config) -> float:
+    """The mean throughput of a configuration that has a speedup (it is the speedup's numerator)."""
+    tok_s = c.tok_s.mean
+    assert tok_s is not None, c.label
+    return tok_s
+
+
 def verdict(c: Config) -> str:
     """Whether the speedup is beyond run-to-run noise, in words."""
     if c.beyond_noise is None:
         return "one run: no interval"
     if not c.beyond_noise:
         return "within noise"
-    return "faster, beyond noise" if c.speedup > 1 else "slower, beyond noise"
+    return "faster, beyond noise" if _speedup(c) > 1 else "slower, beyond noise"
 
 
 def best_per_method(cs: list[Config], what_if: bool = False) -> dict[tuple, Config]:
@@ -36,7 +52,7 @@ def best_per_method(cs: list[Config], what_if: bool = False) -> dict[tuple, Conf
         if c.method == "baseline" or c.speedup is None or c.what_if != what_if:
             continue
         key = (c.target, c.workload, c.concurrency, c.method, c.draft)
-        if key not in best or c.tok_s.mean > best[key].tok_s.mean:
+        if key not in best or _tok_s(c) > _tok_s(best[key]):
             best[key] = c
     return best
 
@@ -46,13 +62,15 @@ def fastest_note(group: list[Config]) -> str:
     when it beats the baseline and the runner-up beyond noise (their 95% intervals apart), else
     "fastest measured" and why that is all (a single run moves by more than most speedups differ)."""
     top = group[0]
-    if top.speedup_ci95 is None:
+    top_ci = top.speedup_ci95
+    if top_ci is None:
         return "fastest measured: one run, no interval"
     if not top.beyond_noise:
         return "fastest measured, within noise of the baseline"
     if len(group) > 1:
         second = group[1]
-        if second.speedup_ci95 is None or top.speedup - top.speedup_ci95 <= second.speedup + second.speedup_ci95:
+        second_ci = second.speedup_ci95
+        if second_ci is None or _speedup(top) - top_ci <= _speedup(second) + second_ci:
             return f"fastest measured, within noise of {second.label}"
     return "fastest"
 
@@ -69,17 +87,18 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
         groups.setdefault((target, workload, concurrency), []).append(c)
     rows = []
     for (target, workload, concurrency), group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
-        group.sort(key=lambda c: c.speedup, reverse=True)
+        group.sort(key=_speedup, reverse=True)
         note = fastest_note(group)
         for i, c in enumerate(group):
+            fastest = i == 0 and _speedup(c) > 1
             rows.append({
                 "target": target, "target_short": short_model(target), "workload": workload,
                 "concurrency": concurrency, "method": c.method, "n": c.n, "draft": c.draft,
                 "config": c.label, "speedup": c.speedup, "speedup_ci95": c.speedup_ci95,
                 "beyond_noise": c.beyond_noise, "verdict": verdict(c),
-                "fastest": i == 0 and c.speedup > 1, "tok_s": c.tok_s.mean,
-                "fastest_note": note if i == 0 and c.speedup > 1 else None,
-                "fastest_sure": i == 0 and c.speedup > 1 and note == "fastest",
+                "fastest": fastest, "tok_s": c.tok_s.mean,
+                "fastest_note": note if fastest else None,
+                "fastest_sure": fastest and note == "fastest",
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
                 "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
                 "run": c.rows[0]["id"], "throughput_basis": c.basis,
@@ -117,7 +136,7 @@ def run_alarms(cs: list[Config]) -> list[str]:
     """The acceptance alarms of the runs behind these configurations, one line each: those stored
     with each run, or, for a run stored before alarms were, those its stored figures raise (all
     but the mid-run drop, which needs its samples: `draftbench show RUN` checks that too)."""
-    out = []
+    out: list[str] = []
     for c in cs:
         for r in c.rows:
             out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in alarms.of_row(r, []))
@@ -144,7 +163,7 @@ def trust_notes(cs: list[Config]) -> list[str]:
 
 
 def _pays(c: Config) -> bool:
-    return c.speedup > 1 and c.beyond_noise is not False
+    return _speedup(c) > 1 and c.beyond_noise is not False
 
 
 def crossovers(cs: list[Config]) -> list[dict]:
@@ -165,7 +184,7 @@ def crossovers(cs: list[Config]) -> list[dict]:
         estimate = None
         if stops is not None and before:
             lo, hi = before[-1], stops
-            s_lo, s_hi = at[lo].speedup, at[hi].speedup
+            s_lo, s_hi = _speedup(at[lo]), _speedup(at[hi])
             if s_lo > 1 >= s_hi and s_lo != s_hi:
                 x = math.log2(lo) + (s_lo - 1) / (s_lo - s_hi) * (math.log2(hi) - math.log2(lo))
                 estimate = 2 ** x
@@ -177,7 +196,8 @@ def crossovers(cs: list[Config]) -> list[dict]:
     return out
 
 
-def _crossover_text(method, levels, at, before, stops, estimate) -> str:
+def _crossover_text(method: str, levels: list[int], at: dict[int, Config], before: list[int], stops: int | None,
+                    estimate: float | None) -> str:
     first, last = levels[0], levels[-1]
     if stops is None:
         return (f"{method} pays at every concurrency run (c={first}: {at[first].speedup:.2f}x … "
@@ -219,7 +239,7 @@ def conditions(rows: list[dict]) -> str:
     """The run conditions in one caption line: target, workload, concurrency, temperature, vLLM."""
     counted = [r for r in rows if r.get("status") in ("completed", "partial")] or rows
 
-    def values(key, fmt=str):
+    def values(key: str, fmt: Callable[[Any], str] = str) -> str:
         found = sorted({r.get(key) for r in counted if r.get(key) is not None}, key=lambda v: (str(type(v)), v))
         return ", ".join(fmt(v) for v in found) or "?"
 

@@ -7,6 +7,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from workbench import store
 from workbench.analysis import basis as throughput_basis
@@ -46,10 +47,11 @@ class Estimate:
 
     @property
     def ci95(self) -> float | None:
-        return t95(self.n - 1) * self.sem if self.n >= 2 else None
+        sem = self.sem  # None for a single run
+        return t95(self.n - 1) * sem if sem is not None else None
 
 
-def estimate(values) -> Estimate:
+def estimate(values: Iterable[float | None]) -> Estimate:
     return Estimate([v for v in values if v is not None])
 
 
@@ -130,7 +132,7 @@ class Config:
             return None
         return prefix_cache.warning(self.label, self.prefix_cache_hit_rate, self.baseline.prefix_cache_hit_rate)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
             return self.rows[0].get(name)
         raise AttributeError(name)
@@ -165,17 +167,21 @@ class Config:
     def speedup_ci95(self) -> float | None:
         """Half-width by the delta method: relative errors of the two means add in quadrature."""
         s, b = self.tok_s, self.baseline.tok_s if self.baseline else None
-        if self.speedup is None or b is None or s.ci95 is None or b.ci95 is None:
+        speedup = self.speedup
+        if speedup is None or b is None or s.ci95 is None or b.ci95 is None:
             return None
-        return self.speedup * math.hypot(s.ci95 / s.mean, b.ci95 / b.mean)
+        s_mean, b_mean = s.mean, b.mean  # neither is None where there is a speedup
+        if s_mean is None or b_mean is None:
+            return None
+        return speedup * math.hypot(s.ci95 / s_mean, b.ci95 / b_mean)
 
     @property
     def beyond_noise(self) -> bool | None:
         """True when the 95% interval of the speedup excludes 1.0; None without repeats."""
-        ci = self.speedup_ci95
-        if ci is None:
+        ci, speedup = self.speedup_ci95, self.speedup
+        if ci is None or speedup is None:  # the speedup is never None where the interval is not
             return None
-        return abs(self.speedup - 1.0) > ci
+        return abs(speedup - 1.0) > ci
 
     @property
     def efficiency(self) -> float | None:
@@ -226,7 +232,7 @@ def run_speedup(row: dict, by_key: dict[tuple, Config]) -> float | None:
     return mine / base.tok_s.mean
 
 
-def _fmt(v, spec):
+def _fmt(v: float | None, spec: str) -> float | None:
     return None if v is None else float(format(v, spec))
 
 
@@ -321,7 +327,7 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
             "concurrency": concurrency, "energy": energy}
 
 
-def gpu_data(db, run_ids: list[int]) -> dict[str, list[dict]]:
+def gpu_data(db: store.Database, run_ids: list[int]) -> dict[str, list[dict]]:
     """Mean power and utilisation of every GPU a run used, over its measured window, and the power
     summed over its GPUs (what a tensor-parallel configuration draws in all)."""
     out = []
@@ -352,7 +358,7 @@ def survival_from_histogram(histogram: list[int]) -> list[float] | None:
     return [sum(histogram[i + 1:]) / steps for i in range(len(histogram) - 1)]
 
 
-def request_data(db, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
+def request_data(db: store.Database, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
     """Per-request attribution (vLLM's per-request spec-decode metrics) for the chosen runs:
     acceptance by prompt category, and MAL against prompt length in quantile bins. Totals are
     request-weighted: sums of accepted and drafts over the requests, as the counters are."""

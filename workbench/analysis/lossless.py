@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Below this share of identical answers a speculative run is flagged. Measured on healthy CPU
@@ -147,7 +148,7 @@ def summary(row: dict) -> str:
     return ", ".join(parts) or "-"
 
 
-def figures_for(rows: list[dict], answers_of) -> dict[int, dict]:
+def figures_for(rows: list[dict], answers_of: Callable[[int], Answers]) -> dict[int, dict]:
     """The stored columns of every checkable run among `rows` (one experiment's), each speculative
     run against its baseline; `answers_of(run_id)` reads a run's answers. Runs without stored
     answers (recorded before answers were) get nothing."""

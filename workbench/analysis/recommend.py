@@ -109,7 +109,8 @@ def fit_cost(points: list[Point]) -> CostLine:
     if dof > 0:
         chi2 = float(np.sum(w * (y - x @ coef) ** 2)) / dof
         cov = cov * max(1.0, chi2)
-    return CostLine(float(coef[0] - 1.0), float(coef[1]), tuple(map(tuple, cov.tolist())), tuple(points))
+    (c00, c01), (c10, c11) = cov.tolist()
+    return CostLine(float(coef[0] - 1.0), float(coef[1]), ((c00, c01), (c10, c11)), tuple(points))
 
 
 @dataclass(frozen=True)
@@ -274,13 +275,20 @@ def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | 
     top = max((c for c in group if c.per_position and len(c.per_position) == c.n), key=lambda c: c.n, default=None)
     if top is None:
         raise RecommendError("no run with a per-position acceptance curve")
+    curve, baseline = top.per_position, top.baseline
+    assert curve is not None and baseline is not None  # top was picked for its curve, from the group
     share = statistics.fmean(draft_share(r) for r in top.rows)
-    survival = Survival(tuple(top.per_position), share)
-    points = [Point(c.n, c.speedup, 1.0 + statistics.fmean(draft_share(r) for r in c.rows) * (c.mal.mean - 1.0),
-                    _rel_se(c, pooled, default_rel_se), c.tok_s.n) for c in group if c.n <= top.n]
+    survival = Survival(tuple(curve), share)
+    points = [_point(c, _rel_se(c, pooled, default_rel_se)) for c in group if c.n <= top.n]
     ns = [n for n in (ns or range(1, top.n + 1)) if n <= top.n]
     z = t95(dof) if pooled is not None else Z95
-    return recommend(top.method, survival, points, ns, _rel_se(top.baseline, pooled, default_rel_se), z, costs)
+    return recommend(top.method, survival, points, ns, _rel_se(baseline, pooled, default_rel_se), z, costs)
+
+
+def _point(c: Config, rel_se: float) -> Point:
+    speedup, mal = c.speedup, c.mal.mean
+    assert speedup is not None and mal is not None  # for_group keeps only configurations with both
+    return Point(c.n, speedup, 1.0 + statistics.fmean(draft_share(r) for r in c.rows) * (mal - 1.0), rel_se, c.tok_s.n)
 
 
 def what_if_costs(cs: list[Config]) -> dict[tuple, dict[int, float]]:

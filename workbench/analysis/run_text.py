@@ -12,7 +12,7 @@ from workbench.analysis import alarms, compare, lossless
 from workbench.metrics import steady_state
 
 
-def _f(value, fmt: str) -> str:
+def _f(value: object, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 

@@ -117,7 +117,8 @@ def detected_method(draft: Checkpoint) -> str | None:
     c = draft.config
     if "speculators_config" in c:
         kind = c.get("speculators_model_type")
-        return {"peagle": "eagle3", "dflash2": "dflash"}.get(kind, kind)
+        aliases: dict[str | None, str] = {"peagle": "eagle3", "dflash2": "dflash"}
+        return aliases.get(kind, kind)
     if c.get("model_type") in ("gemma4_assistant", "gemma4_unified_assistant"):
         return "mtp"
     archs = " ".join(c.get("architectures") or [])
@@ -274,8 +275,7 @@ def _eagle3_layers(target: Checkpoint, draft: Checkpoint) -> list[Verdict]:
     if ids is None:
         return [Verdict(OK, "EAGLE-3 layers", "the draft names no auxiliary layers; vLLM takes the target's default "
                         "three (early, middle, late)")]
-    bad = [i for i in ids if layers is not None and not 0 <= i < layers]
-    if bad:
+    if layers is not None and any(not 0 <= i < layers for i in ids):
         return [Verdict(ERROR, "EAGLE-3 layers", f"the draft reads the target's layers {ids}, but the target has "
                         f"only {layers} (0..{layers - 1}): it was trained for a deeper model")]
     return [Verdict(OK, "EAGLE-3 layers", f"auxiliary layers {ids} all exist in the target's {layers}")]
@@ -364,5 +364,6 @@ def for_plan(p) -> list[tuple[str, Verdict]]:
             out.append((label, Verdict(WARNING, "not checked", f"{missing[0]} is not downloaded yet, so it could "
                                        f"not be checked (`draftbench pull {missing[0]}` fetches it)")))
             continue
+        assert target is not None  # a server always names its target: when not on disk, it is missing
         out += [(label, v) for v in check(server.method, server.n, target, draft, server.max_model_len)]
     return out

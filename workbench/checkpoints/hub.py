@@ -167,6 +167,8 @@ def remote(repo: str, revision: str | None = None) -> RemoteRepo:
     except Exception as exc:  # noqa: BLE001
         raise explain(exc, repo) from None
     files = tuple(RemoteFile(s.rfilename, s.size or 0) for s in info.siblings or [])
+    if info.sha is None:  # the Hub names the commit of every repo it answers for
+        raise HubError(f"the Hub gave no revision for {repo}")
     return RemoteRepo(repo, info.sha, files, bool(info.gated))
 
 

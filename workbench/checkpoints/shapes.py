@@ -107,7 +107,8 @@ def _load() -> tuple[Shape, ...]:
     if len(by_name) != len(shapes):
         raise ShapeError("shapes.toml names a shape twice")
     for s in shapes:
-        if s.role == "draft" and (by_name.get(s.target) is None or by_name[s.target].role != "target"):
+        target = by_name.get(s.target) if s.target is not None else None
+        if s.role == "draft" and (target is None or target.role != "target"):
             raise ShapeError(f"draft shape {s.name} names {s.target!r}, which is not a target shape")
     return shapes
 
@@ -151,7 +152,8 @@ def get(name: str) -> Shape:
 def pairs() -> list[ShapePair]:
     """Every (target, draft, method) the shipped shapes make, native MTP included."""
     out = [ShapePair(s.name, None, m) for s in ALL if s.role == "target" for m in s.native]
-    out += [ShapePair(s.target, s.name, s.method) for s in ALL if s.role == "draft"]
+    # A draft shape always names its target and method (_parse refuses one that does not).
+    out += [ShapePair(s.target, s.name, s.method) for s in ALL if s.role == "draft" and s.target and s.method]
     return out
 
 

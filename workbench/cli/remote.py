@@ -138,6 +138,7 @@ def _remote_models(args, host) -> int:
                                 stderr=subprocess.PIPE, text=True)
     except FileNotFoundError:
         raise CliError("no `ssh` client on this machine: install OpenSSH (openssh-client)") from None
+    assert proc.stdout and proc.stderr  # both piped
     lines = []
     for line in proc.stderr:
         lines.append(line)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 _NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
 _UNKNOWN = ("N/A", "NA", "", None, "[Not Supported]")
 
 
-def _value(text: str):
+def _value(text: str) -> str | list[str]:
     """A leaf of the text layout: '[0 %, N/A]' -> ['0 %', 'N/A']; anything else stays a string."""
     text = text.strip()
     if text.startswith("[") and text.endswith("]"):
@@ -91,7 +92,7 @@ def read(text: str) -> list[dict]:
     return read_text(text)
 
 
-def number(value) -> float | None:
+def number(value: Any) -> float | None:
     """71, '71 W', {'value': 71, 'unit': 'W'} -> 71.0; 'N/A' -> None."""
     if isinstance(value, dict):
         value = value.get("value")
@@ -103,7 +104,7 @@ def number(value) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _known(value) -> str | None:
+def _known(value: Any) -> str | None:
     if isinstance(value, dict):
         value = value.get("value")
     return None if value in _UNKNOWN else str(value)

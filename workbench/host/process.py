@@ -11,9 +11,10 @@ import ctypes
 import os
 import signal
 import subprocess
+from typing import Any
 
 
-def start(argv: list[str], **popen) -> subprocess.Popen:
+def start(argv: list[str], **popen: Any) -> subprocess.Popen:
     """`argv` in a new session; keyword arguments go to Popen. Its group id is its pid."""
     return subprocess.Popen(argv, start_new_session=True, **popen)
 

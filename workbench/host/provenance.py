@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, Iterable
 
 from workbench.host import amdsmi, gpus
 
@@ -72,7 +73,7 @@ def image_digest(docker: str, image: str) -> str | None:
     return digests[0] if isinstance(digests, list) and digests else None
 
 
-def _joined(values) -> str | None:
+def _joined(values: Iterable[Any]) -> str | None:
     shown = list(dict.fromkeys(str(v) for v in values if v is not None))
     return ", ".join(shown) or None
 

@@ -48,7 +48,7 @@ def parse_nvidia_topo(text: str) -> Topology:
     if header is None:
         return Topology(())
     columns = [c.strip() for c in header]
-    gpu_cols = {i: int(_GPU.match(c).group(1)) for i, c in enumerate(columns) if _GPU.match(c)}
+    gpu_cols = {i: int(m.group(1)) for i, c in enumerate(columns) if (m := _GPU.match(c))}
     numa_col = columns.index("NUMA Affinity") if "NUMA Affinity" in columns else None
     numa: dict[int, str] = {}
     links: dict[tuple[int, int], float] = {}

@@ -22,7 +22,7 @@ class AttachedServer:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=1))
     proc: None = None
 
-    def start(self, preexec=None) -> None:
+    def start(self, preexec: Callable[[], object] | None = None) -> None:
         pass
 
     @property

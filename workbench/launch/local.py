@@ -24,7 +24,7 @@ class LocalServer:
     """One vLLM server in its own process group; its output is kept in memory and handed to
     `on_line` as it arrives."""
     spec: LaunchSpec
-    on_line: Callable[[str, str], None] | None = None
+    on_line: Callable[[str, str], object] | None = None  # what it returns is ignored
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     proc: subprocess.Popen | None = None
     pgid: int | None = None

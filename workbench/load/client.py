@@ -16,13 +16,14 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import aiohttp
 
 from workbench.load import grade
 from workbench.load.workloads import Prompt
 
+_loads: Callable[[str | bytes], Any]
 try:
     from orjson import loads as _loads
 except ImportError:  # orjson is a dependency; the standard parser only keeps a broken install usable
@@ -155,14 +156,14 @@ async def one_request(session: aiohttp.ClientSession, url: str, body: dict, idx:
     return result
 
 
-def session(api_key: str, concurrency: int, timeout_s: float) -> aiohttp.ClientSession:
+def session(api_key: str | None, concurrency: int, timeout_s: float) -> aiohttp.ClientSession:
     # One keep-alive connection per request in flight, as `vllm bench serve` keeps them.
     connector = aiohttp.TCPConnector(limit=concurrency + 2, force_close=False)
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_s),
                                  headers={"Authorization": f"Bearer {api_key}"}, read_bufsize=2 ** 16)
 
 
-async def generate(base_url: str, api_key: str, model: str, prompts: list[Prompt], sampling: Sampling,
+async def generate(base_url: str, api_key: str | None, model: str, prompts: list[Prompt], sampling: Sampling,
                    concurrency: int, request_rate: float | None = None, seed: int = 0,
                    on_result: Callable[[RequestResult], None] | None = None,
                    timeout_s: float = 600.0, indices: list[int] | None = None) -> list[RequestResult]:

@@ -19,12 +19,13 @@ import queue
 import signal
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from workbench.host import process
 from workbench.load import client
 from workbench.load.workloads import Prompt
 
+_LOOP: Callable[[], asyncio.AbstractEventLoop] | None
 try:
     # libuv's event loop: per streamed token it costs about 40% less client CPU at concurrency 1
     # and half at 16 than asyncio's (bench/client_ceiling.py --step-ms), which is what a client
@@ -53,7 +54,7 @@ class Outcome:
     processes: int
 
 
-def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float) -> None:
+def _worker(jobs: Any, out: Any, base_url: str, api_key: str | None, model: str, timeout_s: float) -> None:
     # A SIGKILLed runner cannot close its pool (daemon processes are only ended on a clean exit),
     # so the kernel ends each worker instead of leaving it waiting for a job for ever.
     process.die_with_parent()
@@ -86,7 +87,7 @@ def _worker(jobs, out, base_url: str, api_key: str, model: str, timeout_s: float
 class ClientPool:
     """`processes` client processes against one server; use as a context manager."""
 
-    def __init__(self, base_url: str, api_key: str, model: str, processes: int = 1, timeout_s: float = 600.0):
+    def __init__(self, base_url: str, api_key: str | None, model: str, processes: int = 1, timeout_s: float = 600.0):
         self.processes = max(1, processes)
         # spawn, not fork: the runner has threads (telemetry), and a forked copy of them is unsafe.
         ctx = multiprocessing.get_context("spawn")
@@ -99,7 +100,7 @@ class ClientPool:
     def __enter__(self) -> "ClientPool":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def start(self) -> "ClientPool":
@@ -127,7 +128,7 @@ class ClientPool:
                 p.kill()
                 p.join(timeout=5)
 
-    def _get(self, deadline: float, what: str):
+    def _get(self, deadline: float, what: str) -> Any:
         while True:
             try:
                 return self._out.get(timeout=0.5)

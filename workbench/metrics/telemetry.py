@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import psutil
 
@@ -40,7 +40,7 @@ class Reading:
         return {"run_id": run_id, **asdict(self)}
 
 
-def _num(text) -> float | None:
+def _num(text: Any) -> float | None:
     """'71.3', '71.3 W', 71, {'value': 71, 'unit': 'W'} -> 71.x; 'N/A', '[Not Supported]' -> None."""
     if isinstance(text, dict):
         text = text.get("value")
@@ -52,7 +52,7 @@ def _num(text) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _mib(value) -> float | None:
+def _mib(value: Any) -> float | None:
     """A memory figure in MiB, reading the unit where the tool gives one (amd-smi says MB for MiB)."""
     number = _num(value)
     if number is None:
@@ -83,7 +83,7 @@ def parse_nvidia_smi_csv(text: str, t: float, visible: dict[int, int] | None = N
     return out
 
 
-def _first(d: dict, *keys):
+def _first(d: dict, *keys: str) -> Any:
     for k in keys:
         if isinstance(d, dict) and d.get(k) not in (None, "N/A"):
             return d[k]
@@ -99,7 +99,10 @@ def parse_amd_smi_metric(text: str, t: float, visible: dict[int, int] | None = N
     for i, d in enumerate(items):
         if not isinstance(d, dict):
             continue
-        phys = int(_num(d.get("gpu")) if d.get("gpu") is not None else i)
+        gpu = _num(d.get("gpu")) if d.get("gpu") is not None else i
+        if gpu is None:  # the sampler drops a reading it cannot parse
+            raise ValueError(f"amd-smi named GPU {d.get('gpu')!r}, not a number")
+        phys = int(gpu)
         if visible and phys not in visible:
             continue
         usage, power, temp, mem = (d.get(k) or {} for k in ("usage", "power", "temperature", "mem_usage"))
@@ -143,7 +146,7 @@ class NvmlSource:
         n = self.nvml
         out = []
         for phys, h in self.handles:
-            def safe(fn, *a):
+            def safe(fn: Callable[..., Any], *a: Any) -> Any:
                 try:
                     return fn(h, *a)
                 except n.NVMLError:
@@ -177,7 +180,7 @@ class CommandSource:
 
 
 class HostSource:
-    def __init__(self):
+    def __init__(self) -> None:
         psutil.cpu_percent(None)  # the first call only starts the measurement interval
 
     def read(self, t: float) -> list[Reading]:
@@ -263,7 +266,7 @@ def energy(rows: list[dict], t0: float, t1: float) -> dict:
     for points in per_gpu.values():
         points.sort()
         joules += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
-    out = {}
+    out: dict[str, float | None] = {}
     if any(len(p) > 1 for p in per_gpu.values()):
         out["energy_j"] = joules
         out["power_mean_w"] = joules / (t1 - t0) if t1 > t0 else None

@@ -41,8 +41,10 @@ class Curve:
 
     def for_n(self, n: int) -> tuple[float, ...]:
         if self.kind == "mal":
+            assert self.mal is not None  # parse sets it for this kind
             return rates_for_length(self.mal, n)
         if self.kind == "published":
+            assert self.key is not None  # parse sets it for this kind
             exact = curves.at_n(self.key, n)
             if exact is not None:
                 return exact

@@ -32,9 +32,10 @@ class Combination:
         release = version_tuple(vllm_version)
         if release is None:
             return True  # unknown version (an image tagged latest): it may apply, so say it
-        if self.vllm_from and release < version_tuple(self.vllm_from):
+        start, fixed = version_tuple(self.vllm_from), version_tuple(self.vllm_fixed)  # None when unset
+        if start is not None and release < start:
             return False
-        return not (self.vllm_fixed and release >= version_tuple(self.vllm_fixed))
+        return not (fixed is not None and release >= fixed)
 
     def warning(self, backend: str | None, vllm_version: str | None) -> str:
         shown = backend or "the default attention backend"

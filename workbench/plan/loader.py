@@ -227,7 +227,8 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         server = Server(target, served_name, method, n, draft, tuple(sorted(options.items())),
                         max_model_len, dtype, extra_args, env, enforce_eager,
                         per_request and method != "baseline", profile, what_if=what_if,
-                        imposed=curve.for_n(n) if curve else None, imposed_source=curve.source if curve else None)
+                        imposed=curve.for_n(n) if curve and n is not None else None,
+                        imposed_source=curve.source if curve else None)
         for workload in names:
             for c in concurrency:
                 for rep in range(1, repeats + 1):

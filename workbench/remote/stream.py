@@ -90,9 +90,11 @@ class Stream:
             "--offset", str(self.offset), "--pid", str(self.launched.pid)))
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr  # all three piped
         self.connections += 1
         errors: list[str] = []
-        reader = threading.Thread(target=lambda: errors.extend(self.proc.stderr), daemon=True)
+        stderr = self.proc.stderr
+        reader = threading.Thread(target=lambda: errors.extend(stderr), daemon=True)
         reader.start()
         state = self.mirror.state()
         self.proc.stdin.write(protocol.encode(protocol.Resume(state["cursors"], state["signature"])) + "\n")

@@ -10,6 +10,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from workbench import methods, store
 from workbench.errors import DraftbenchError
@@ -95,7 +96,7 @@ def import_file(db: store.Database, path: str | Path, method: str = "baseline", 
 
 def export_run(row: dict) -> dict:
     """One of our runs as a `vllm bench serve` result (the summary fields, same names and units)."""
-    out = {theirs: row.get(ours) for theirs, ours in SAME.items() if row.get(ours) is not None}
+    out: dict[str, Any] = {theirs: row.get(ours) for theirs, ours in SAME.items() if row.get(ours) is not None}
     out.update({
         "backend": "openai-chat", "model_id": row.get("target"), "num_prompts": row.get("num_prompts"),
         "max_concurrency": row.get("concurrency"),

@@ -9,6 +9,7 @@ import base64
 import html
 import platform
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from workbench import __version__
@@ -55,7 +56,7 @@ class Report:
     what_if_charts: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG text)
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
@@ -77,7 +78,7 @@ def answer_html(rows: list[dict]) -> str:
     return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 
-def serve_html(rows: list[dict], why_none_pays: list[str] = ()) -> str:
+def serve_html(rows: list[dict], why_none_pays: Sequence[str] = ()) -> str:
     """The command serving the fastest configuration, once per distinct command."""
     where: dict[str, list[str]] = {}
     for r in rows:

@@ -23,7 +23,7 @@ DEFINITIONS = ("Served with dummy weights and an imposed per-position acceptance
                "acceptance at draft position 1 from which it pays, for a curve of the imposed shape.")
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 

@@ -7,7 +7,7 @@ and its highest host id per table is where the stream resumes after a reconnect.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, cast
 
 from workbench.store.connection import Database
 from workbench.store.schema import MUTABLE_TABLES, RUN_TABLES
@@ -84,7 +84,7 @@ class Mirror:
             if local_id is not None:
                 if table == "experiments":
                     local.pop("plan_hash", None)  # never changes, and may carry the host mark here
-                self.db[table].update(local_id, local)
+                self.db.table(table).update(local_id, local)
                 return local
             if table == "experiments" and self.db.execute(
                     "SELECT 1 FROM experiments WHERE plan_hash = ?", [local["plan_hash"]]).fetchone():
@@ -93,7 +93,7 @@ class Mirror:
         elif self.db.execute("SELECT 1 FROM remote_rows WHERE source = ? AND tbl = ? AND remote_id = ?",
                              [self.source, table, remote_id]).fetchone():
             return None  # already here (a batch sent again after a reconnect)
-        local_id = self.db[table].insert(local).last_pk
+        local_id = cast(int, self.db.table(table).insert(local).last_pk)  # an integer id
         self.db.execute("INSERT OR REPLACE INTO remote_rows VALUES (?, ?, ?, ?)", [self.source, table, remote_id, local_id])
         if table in self.ids:
             self.ids[table][remote_id] = local_id
@@ -108,7 +108,7 @@ def mirrored_rows(db: Database, source: str, table: str) -> list[dict]:
     out = []
     for rid, lid in db.execute("SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ? "
                                "ORDER BY remote_id", [source, table]).fetchall():
-        row = dict(db[table].get(lid))
+        row = dict(db.table(table).get(lid))
         row["id"] = rid
         if table in PARENT:
             key, parent = PARENT[table]

@@ -7,7 +7,7 @@ import json
 import os
 import platform
 import time
-from typing import Callable
+from typing import Callable, cast
 
 from workbench.store.connection import Database
 from workbench.store.schema import RUN_TABLES
@@ -20,10 +20,16 @@ def experiment_for(db: Database, name: str, plan_hash: str, plan_text: str,
     if row:
         return row[0]
     with db.conn:
-        return db["experiments"].insert({
+        return _insert(db, "experiments", {
             "name": name, "plan_hash": plan_hash, "plan": plan_text, "plan_path": plan_path,
             "created": time.time(), "host": json.dumps(host),
-        }).last_pk
+        })
+
+
+def _insert(db: Database, table: str, row: dict) -> int:
+    """Inserts one row into a table keyed by an integer id, and returns that id."""
+    # sqlite_utils types last_pk for any key (or none yet); these tables' keys are integers.
+    return cast(int, db.table(table).insert(row).last_pk)
 
 
 def _clear_run(db: Database, run_id: int) -> None:
@@ -51,7 +57,7 @@ def sweep_exited(db: Database, pid: int, events_path: str) -> None:
 def add_imported_run(db: Database, row: dict) -> int:
     """A run measured elsewhere (an imported result), stored whole."""
     with db.conn:
-        return db["runs"].insert(row).last_pk
+        return _insert(db, "runs", row)
 
 
 class Recorder:
@@ -73,54 +79,54 @@ class Recorder:
                 row = self.db.execute("SELECT id, status FROM runs WHERE experiment_id = ? AND key = ?",
                                       [experiment_id, key]).fetchone()
                 if row is None:
-                    ids[key] = self.db["runs"].insert(new_row(index)).last_pk
+                    ids[key] = _insert(self.db, "runs", new_row(index))
                     continue
                 ids[key] = row[0]
                 if row[1] != "completed":
                     _clear_run(self.db, row[0])
-                    self.db["runs"].update(row[0], {"status": "pending", "error": None, "log_tail": None})
+                    self.db.table("runs").update(row[0], {"status": "pending", "error": None, "log_tail": None})
         return ids
 
     def sweep_started(self, experiment_id: int, events_path: str | None, started: float,
                       runs_total: int, runs_pending: int) -> int:
         """The sweep row of this process, by which the app finds a sweep in progress (its pid)."""
         with self.db.conn:
-            return self.db["sweeps"].insert({
+            return _insert(self.db, "sweeps", {
                 "experiment_id": experiment_id, "pid": os.getpid(), "host": platform.node(),
                 "events_path": events_path, "started": started, "heartbeat": started, "status": "running",
-                "runs_total": runs_total, "runs_pending": runs_pending}).last_pk
+                "runs_total": runs_total, "runs_pending": runs_pending})
 
     def heartbeat(self, sweep_id: int, t: float) -> None:
         with self.db.conn:
-            self.db["sweeps"].update(sweep_id, {"heartbeat": t})
+            self.db.table("sweeps").update(sweep_id, {"heartbeat": t})
 
     def sweep_ended(self, sweep_id: int, status: str) -> None:
         # Nothing is pending in a sweep that ended, however it ended: what it left undone is the
         # next sweep's (a resume counts it again).
         with self.db.conn:
-            self.db["sweeps"].update(sweep_id, {"finished": time.time(), "status": status, "runs_pending": 0})
+            self.db.table("sweeps").update(sweep_id, {"finished": time.time(), "status": status, "runs_pending": 0})
 
     def log_lines(self, run_id: int, lines: list[tuple[float, str, str]]) -> None:
         """Server log lines (time, stream, text) of the run that was in flight when they came."""
         with self.db.conn:
-            self.db["logs"].insert_all([{"run_id": run_id, "t": t, "stream": stream, "line": line}
+            self.db.table("logs").insert_all([{"run_id": run_id, "t": t, "stream": stream, "line": line}
                                         for t, stream, line in lines])
 
     def telemetry(self, readings: list[dict]) -> None:
         with self.db.conn:
-            self.db["telemetry"].insert_all(readings)
+            self.db.table("telemetry").insert_all(readings)
 
     def server_command(self, run_ids: list[int], command: str, vllm_args: list[str]) -> None:
         """The command line that starts the server these runs are measured on."""
         with self.db.conn:
             for run_id in run_ids:
-                self.db["runs"].update(run_id, {"command": command, "argv": json.dumps(vllm_args)})
+                self.db.table("runs").update(run_id, {"command": command, "argv": json.dumps(vllm_args)})
 
     def server_placement(self, run_ids: list[int], gpus: list[int] | None, env: dict[str, str]) -> None:
         """The GPUs a server was pinned to (None: not pinned) and the environment it got."""
         with self.db.conn:
             for run_id in run_ids:
-                self.db["runs"].update(run_id, {"gpus": None if gpus is None else json.dumps(gpus),
+                self.db.table("runs").update(run_id, {"gpus": None if gpus is None else json.dumps(gpus),
                                                 "env": json.dumps(env)})
 
     def reset_runs(self, run_ids: list[int]) -> None:
@@ -131,22 +137,22 @@ class Recorder:
                 row = self.db.execute("SELECT status FROM runs WHERE id = ?", [run_id]).fetchone()
                 if row and row[0] != "completed":
                     _clear_run(self.db, run_id)
-                    self.db["runs"].update(run_id, {"status": "pending", "error": None, "log_tail": None})
+                    self.db.table("runs").update(run_id, {"status": "pending", "error": None, "log_tail": None})
 
     def server_environment(self, run_ids: list[int], environment: dict) -> None:
         with self.db.conn:
             for run_id in run_ids:
-                self.db["runs"].update(run_id, {"environment": json.dumps(environment)})
+                self.db.table("runs").update(run_id, {"environment": json.dumps(environment)})
 
     def server_provenance(self, run_ids: list[int], provenance: dict) -> None:
         """What the server these runs are measured on was: image, versions, GPU settings, backend."""
         with self.db.conn:
             for run_id in run_ids:
-                self.db["runs"].update(run_id, {"provenance": json.dumps(provenance, sort_keys=True)})
+                self.db.table("runs").update(run_id, {"provenance": json.dumps(provenance, sort_keys=True)})
 
     def run_started(self, run_id: int) -> None:
         with self.db.conn:
-            self.db["runs"].update(run_id, {"status": "running", "started": time.time()})
+            self.db.table("runs").update(run_id, {"status": "running", "started": time.time()})
 
     def prompts_seen(self, run_id: int, seen_before: bool, warnings: list[str] | None = None) -> None:
         """Whether the server had already been sent one of the run's prompts, and the run's
@@ -155,43 +161,44 @@ class Recorder:
         if warnings is not None:
             update["warnings"] = json.dumps(warnings)
         with self.db.conn:
-            self.db["runs"].update(run_id, update)
+            self.db.table("runs").update(run_id, update)
 
     def sample(self, sweep_id: int, sample: dict, positions: list[dict], requests: list[dict]) -> None:
         """One scrape: the sample, its per-position rows, the requests finished since the last
         one, and the sweep's heartbeat."""
         with self.db.conn:
-            self.db["sweeps"].update(sweep_id, {"heartbeat": time.time()})
-            self.db["samples"].insert(sample)
+            self.db.table("sweeps").update(sweep_id, {"heartbeat": time.time()})
+            self.db.table("samples").insert(sample)
             if positions:
-                self.db["positions"].insert_all(positions)
+                self.db.table("positions").insert_all(positions)
             if requests:
-                self.db["requests"].insert_all(requests)
+                self.db.table("requests").insert_all(requests)
 
     def run_completed(self, run_id: int, summary: dict) -> None:
         with self.db.conn:
-            self.db["runs"].update(run_id, {**summary, "status": "completed", "finished": time.time()})
+            self.db.table("runs").update(run_id, {**summary, "status": "completed", "finished": time.time()})
 
     def run_partial(self, run_id: int, summary: dict, error: str) -> None:
         """A run whose window ended with some requests failed: its figures are kept (and shown as
         partial), but it is not complete, so speedups leave it out and a rerun redoes it."""
         with self.db.conn:
-            self.db["runs"].update(run_id, {**summary, "status": "partial", "error": error,
+            self.db.table("runs").update(run_id, {**summary, "status": "partial", "error": error,
                                             "finished": time.time()})
 
     def run_failed(self, run_id: int, error: str, log_tail: str) -> None:
         with self.db.conn:
-            self.db["runs"].update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
+            self.db.table("runs").update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
                                             "finished": time.time()})
 
     def lossless(self, figures: dict[int, dict]) -> None:
         """Runs' accuracy and lossless-check figures (workbench.analysis.lossless.columns)."""
         with self.db.conn:
             for run_id, columns in figures.items():
-                self.db["runs"].update(run_id, columns)
+                self.db.table("runs").update(run_id, columns)
 
-    def cancel_running(self, experiment_id: int) -> None:
-        """After an interrupt: the experiment's run in flight is cancelled (redone on a resume)."""
+    def cancel_running(self, experiment_id: int | None) -> None:
+        """After an interrupt: the experiment's run in flight is cancelled (redone on a resume).
+        None: the sweep was stopped before its experiment was registered, so nothing runs."""
         with self.db.conn:
             self.db.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE status = 'running' "
                             "AND experiment_id = ?", [time.time(), experiment_id])
@@ -201,4 +208,4 @@ class Recorder:
         with self.db.conn:
             self.db.execute("DELETE FROM recommendations WHERE experiment_id = ?", [experiment_id])
             if rows:
-                self.db["recommendations"].insert_all(rows)
+                self.db.table("recommendations").insert_all(rows)

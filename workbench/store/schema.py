@@ -36,44 +36,44 @@ RUN_COLUMNS = {
 
 
 def _v1(db: sqlite_utils.Database) -> None:
-    db["experiments"].create({
+    db.table("experiments").create({
         "id": int, "name": str, "plan_hash": str, "plan": str, "plan_path": str,
         "created": float, "host": str,
     }, pk="id")
-    db["experiments"].create_index(["plan_hash"], unique=True)
-    db["runs"].create(RUN_COLUMNS, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
-    db["runs"].create_index(["experiment_id", "key"], unique=True)
-    db["runs"].create_index(["status"])
-    db["samples"].create({
+    db.table("experiments").create_index(["plan_hash"], unique=True)
+    db.table("runs").create(RUN_COLUMNS, pk="id", foreign_keys=[("experiment_id", "experiments", "id")])
+    db.table("runs").create_index(["experiment_id", "key"], unique=True)
+    db.table("runs").create_index(["status"])
+    db.table("samples").create({
         "id": int, "run_id": int, "t": float, "drafts": float, "draft_tokens": float, "accepted": float,
         "generation_tokens": float, "output_tokens": int, "mal": float, "acceptance_rate": float,
         "output_tok_s": float, "running": float, "waiting": float, "kv_cache_usage": float,
     }, pk="id", foreign_keys=[("run_id", "runs", "id")])
-    db["samples"].create_index(["run_id", "id"])
-    db["positions"].create({
+    db.table("samples").create_index(["run_id", "id"])
+    db.table("positions").create({
         "id": int, "run_id": int, "t": float, "position": int, "accepted": float, "drafts": float,
         "acceptance": float,
     }, pk="id", foreign_keys=[("run_id", "runs", "id")])
-    db["positions"].create_index(["run_id", "id"])
-    db["requests"].create({
+    db.table("positions").create_index(["run_id", "id"])
+    db.table("requests").create({
         "id": int, "run_id": int, "idx": int, "prompt_id": str, "prompt_tokens": int,
         "output_tokens": int, "ttft_ms": float, "itl_mean_ms": float, "itl_max_ms": float,
         "latency_ms": float, "ok": int, "error": str, "finish_reason": str,
         "spec_mal": float, "spec_acceptance_rate": float, "spec_drafts": int,
         "spec_draft_tokens": int, "spec_accepted": int, "spec_histogram": str,
     }, pk="id", foreign_keys=[("run_id", "runs", "id")])
-    db["requests"].create_index(["run_id", "id"])
-    db["logs"].create({"id": int, "run_id": int, "t": float, "stream": str, "line": str},
+    db.table("requests").create_index(["run_id", "id"])
+    db.table("logs").create({"id": int, "run_id": int, "t": float, "stream": str, "line": str},
                       pk="id", foreign_keys=[("run_id", "runs", "id")])
-    db["logs"].create_index(["run_id", "id"])
+    db.table("logs").create_index(["run_id", "id"])
 
 
 def _v2(db: sqlite_utils.Database) -> None:
     if "acceptance" not in db["positions"].columns_dict:
-        db["positions"].add_column("acceptance", float)
+        db.table("positions").add_column("acceptance", float)
     # One row per invocation of the runner, so the app can find a sweep still in progress
     # (its pid and events file) and reattach to it after being closed.
-    db["sweeps"].create({
+    db.table("sweeps").create({
         "id": int, "experiment_id": int, "pid": int, "host": str, "events_path": str,
         "started": float, "heartbeat": float, "finished": float, "status": str,
         "runs_total": int, "runs_pending": int,
@@ -86,7 +86,7 @@ def _v3(db: sqlite_utils.Database) -> None:
     for table, column, kind in (("requests", "category", str), ("runs", "prompt_template", str),
                                 ("runs", "ignore_eos", int), ("runs", "warnings", str)):
         if column not in db[table].columns_dict:
-            db[table].add_column(column, kind)
+            db.table(table).add_column(column, kind)
 
 
 def _v4(db: sqlite_utils.Database) -> None:
@@ -96,25 +96,25 @@ def _v4(db: sqlite_utils.Database) -> None:
                          ("joules_per_token", float), ("power_mean_w", float), ("gpu_util_mean", float),
                          ("gpu_mem_peak_mib", float)):
         if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, kind)
-    db["telemetry"].create({
+            db.table("runs").add_column(column, kind)
+    db.table("telemetry").create({
         "id": int, "run_id": int, "t": float, "device": str, "physical": int, "index": int, "name": str,
         "util_pct": float, "mem_used_mib": float, "mem_total_mib": float, "power_w": float, "temp_c": float,
     }, pk="id", foreign_keys=[("run_id", "runs", "id")], if_not_exists=True)
-    db["telemetry"].create_index(["run_id", "id"], if_not_exists=True)
+    db.table("telemetry").create_index(["run_id", "id"], if_not_exists=True)
 
 
 def _v5(db: sqlite_utils.Database) -> None:
     # What an adaptive sweep concluded per method x workload x concurrency: the recommended N,
     # the speedup predicted for it before it was confirmed, the one measured, and the runs it took.
-    db["recommendations"].create({
+    db.table("recommendations").create({
         "id": int, "experiment_id": int, "target": str, "method": str, "draft": str, "options": str,
         "workload": str, "concurrency": int, "family": str, "best_n": int, "predicted_speedup": float,
         "predicted_half_width": float, "measured_speedup": float, "uncertain": int, "runner_up": int,
         "runs_used": int, "runs_total": int, "measured_n": str, "alpha": float, "beta": float,
         "curve": str, "summary": str, "created": float,
     }, pk="id", foreign_keys=[("experiment_id", "experiments", "id")], if_not_exists=True)
-    db["recommendations"].create_index(["experiment_id"], if_not_exists=True)
+    db.table("recommendations").create_index(["experiment_id"], if_not_exists=True)
 
 
 def _v6(db: sqlite_utils.Database) -> None:
@@ -133,7 +133,7 @@ def _v7(db: sqlite_utils.Database) -> None:
     # is now stored as "partial" (status), with its first error.
     for column, kind in (("client_cpu_s", float), ("client_processes", int)):
         if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, kind)
+            db.table("runs").add_column(column, kind)
 
 
 def _v8(db: sqlite_utils.Database) -> None:
@@ -141,14 +141,14 @@ def _v8(db: sqlite_utils.Database) -> None:
     # partitions, power cap, AITER variables, the attention backend vLLM chose ...), one JSON
     # object per run, collected when its server started (workbench.host.provenance).
     if "provenance" not in db["runs"].columns_dict:
-        db["runs"].add_column("provenance", str)
+        db.table("runs").add_column("provenance", str)
 
 
 def _v9(db: sqlite_utils.Database) -> None:
     # Which GPU(s) a run's server was pinned to (a JSON list of physical indices; on vLLM's CPU
     # build the logical slot numbers), so runs of a parallel sweep can be told apart and checked.
     if "gpus" not in db["runs"].columns_dict:
-        db["runs"].add_column("gpus", str)
+        db.table("runs").add_column("gpus", str)
 
 
 def _v10(db: sqlite_utils.Database) -> None:
@@ -157,7 +157,7 @@ def _v10(db: sqlite_utils.Database) -> None:
     # a what-if baseline has what_if = 1 and no curve. Measured runs: 0 and NULL.
     for column, kind in (("what_if", int), ("imposed", str)):
         if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, kind)
+            db.table("runs").add_column(column, kind)
 
 
 def _v11(db: sqlite_utils.Database) -> None:
@@ -165,7 +165,7 @@ def _v11(db: sqlite_utils.Database) -> None:
     # load generator's: on a small host a busy GUI slows the server it measures. NULL where no app
     # started the sweep (the command line) or its process could not be read.
     if "app_cpu_s" not in db["runs"].columns_dict:
-        db["runs"].add_column("app_cpu_s", float)
+        db.table("runs").add_column("app_cpu_s", float)
 
 
 def _v12(db: sqlite_utils.Database) -> None:
@@ -178,7 +178,7 @@ def _v12(db: sqlite_utils.Database) -> None:
     for column, kind in (("steady_s", float), ("steady_tok_s", float), ("prefix_cache_queries", float),
                          ("prefix_cache_hits", float), ("prefix_cache_hit_rate", float), ("alarms", str)):
         if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, kind)
+            db.table("runs").add_column(column, kind)
 
 
 def _v13(db: sqlite_utils.Database) -> None:
@@ -187,14 +187,17 @@ def _v13(db: sqlite_utils.Database) -> None:
     # compare with its baseline's (workbench.analysis.lossless): the baseline run, answers
     # compared and identical, the median common prefix (a share of the baseline's answer), the
     # graded answers that turned wrong and right.
-    for column, kind in (("text", str), ("correct", int)):
-        if column not in db["requests"].columns_dict:
-            db["requests"].add_column(column, kind)
-    for column, kind in (("accuracy", float), ("graded", int), ("lossless_baseline", int),
-                         ("lossless_compared", int), ("lossless_identical", int), ("lossless_prefix", float),
-                         ("lossless_turned_wrong", int), ("lossless_turned_right", int)):
-        if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, kind)
+    requests, runs = db.table("requests"), db.table("runs")
+    for name, kind in (("text", str), ("correct", int)):
+        if name not in requests.columns_dict:
+            requests.add_column(name, kind)
+    added: tuple[tuple[str, type], ...] = (
+        ("accuracy", float), ("graded", int), ("lossless_baseline", int), ("lossless_compared", int),
+        ("lossless_identical", int), ("lossless_prefix", float), ("lossless_turned_wrong", int),
+        ("lossless_turned_right", int))
+    for name, of_type in added:
+        if name not in runs.columns_dict:
+            runs.add_column(name, of_type)
 
 
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11,
@@ -216,6 +219,6 @@ def migrate(db: sqlite_utils.Database) -> None:
     for target in range(version + 1, SCHEMA_VERSION + 1):
         with db.conn:
             if "meta" not in db.table_names():
-                db["meta"].create({"key": str, "value": str}, pk="key")
+                db.table("meta").create({"key": str, "value": str}, pk="key")
             MIGRATIONS[target](db)
-            db["meta"].upsert({"key": "schema_version", "value": str(target)}, pk="key")
+            db.table("meta").upsert({"key": "schema_version", "value": str(target)}, pk="key")

@@ -12,6 +12,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workbench import events, store
 from workbench.analysis import compare, recommend
@@ -68,6 +69,7 @@ def contexts(plan: Plan) -> list[Context]:
     for r in plan.runs:
         if r.server.method == "baseline":
             continue
+        assert r.server.n is not None  # every speculative run has its N
         key = (_method_key(r), r.workload, r.concurrency)
         ctx = out.setdefault(key, Context(key[0], r.workload, r.concurrency, []))
         if r.server.n not in ctx.ns:
@@ -84,6 +86,7 @@ class AdaptiveRunner(Runner):
         first = [r for r in plan.runs if r.server.method == "baseline"
                  or any(c.matches(r) and r.server.n in recommend.probes(c.ns) for c in self.contexts)]
         pending = self.register(plan.part(first))
+        assert self.experiment_id is not None  # set by register()
         # The whole plan is the upper bound of the sweep; it ends early when the best N is confirmed.
         done = store.completed_run_keys(self.db, self.experiment_id)
         total = sum(r.key not in done for r in plan.runs)
@@ -109,6 +112,7 @@ class AdaptiveRunner(Runner):
         """From everything measured so far: each context's prediction and the N it needs next.
         An N counts as measured once all its repeats are; the first prediction is always the one
         from the probes alone, so a resumed sweep reports the same figures."""
+        assert self.experiment_id is not None  # set by register()
         rows = store.runs_of_experiment(self.db, self.experiment_id)
         done = {r["key"] for r in rows if r["status"] == "completed"}
         cs = compare.configs(rows)
@@ -139,11 +143,12 @@ class AdaptiveRunner(Runner):
         return chosen
 
     def _conclude(self) -> list[dict]:
+        assert self.experiment_id is not None  # set by register()
         rows, results = [], []
         for ctx in self.contexts:
             rec = ctx.last
             message = ctx.message()
-            figures = {}
+            figures: dict[str, Any] = {}
             if rec is not None:
                 predicted = (ctx.first or rec).at(rec.best_n)
                 figures = {"best_n": rec.best_n, "predicted_speedup": predicted.speedup,

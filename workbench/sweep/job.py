@@ -75,7 +75,7 @@ class ServerJob:
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.sampler: telemetry.Sampler | None = None
-        self.srv = None
+        self.srv: launch.LocalServer | launch.AttachedServer | None = None
         self.measurement: Measurement | None = None
         self.cancelled = False
         self._last_beat = 0.0
@@ -172,6 +172,7 @@ class ServerJob:
         todo, ids = self.work.runs, self.work.ids
         spec = launch.prepare(server, self.ctx.vllm, launch.free_port(), self.ctx.host_platform, gpus=self._pinned())
         key_env = server.profile.api_key_env
+        srv: launch.LocalServer | launch.AttachedServer
         if spec.kind == "attach":
             srv = launch.AttachedServer(spec, api_key=os.environ.get(key_env) if key_env else None)
         else:
@@ -191,7 +192,7 @@ class ServerJob:
             # A SIGKILLed runner cannot stop its server; the kernel does it instead.
             srv.start(preexec=process.die_with_parent)
             seconds = srv.wait_healthy(self.ctx.health_timeout_s, cancelled=self._tick)
-            if spec.kind == "attach" and server.served_name not in srv.served_models:
+            if isinstance(srv, launch.AttachedServer) and server.served_name not in srv.served_models:
                 raise launch.LaunchError(f"the attached server serves {', '.join(srv.served_models) or 'no model'}, "
                                          f"not {server.served_name!r}: set target.served_name to its name")
             self.emit(events.ServerReady(seconds=round(seconds, 1), port=spec.port,
@@ -241,6 +242,7 @@ class ServerJob:
         self.emit(events.RunStarted(run=run_id, label=r.label, index=self.work.index[r.key], total=self.work.total,
                                     **self._slot_fields()))
         self.record.run_started(run_id)
+        assert self.measurement is not None  # made in _serve, before any run is measured
         try:
             summary, span = asyncio.run(self.measurement.measure(run_id, r))
         except RunFailed as exc:

@@ -10,7 +10,8 @@ import asyncio
 import json
 import subprocess
 import time
-from typing import Callable
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import httpx
 
@@ -33,7 +34,7 @@ class Measurement:
     one per server and hands it everything it uses: it reads nothing from the database and knows
     nothing of the job. `record` is the job's Recorder-shaped sender (workbench.sweep.outbox)."""
 
-    def __init__(self, srv: launch.LocalServer, clients: pool.ClientPool, record, emit: events.Emit, *,
+    def __init__(self, srv: launch.LocalServer | launch.AttachedServer, clients: pool.ClientPool, record, emit: events.Emit, *,
                  sweep_id: int, scrape_interval_s: float, app: app_cpu.Watched | None,
                  prompts: dict[str, list[workloads.Prompt]], warnings: dict[int, list[str]],
                  before_sample: Callable[[], None]):
@@ -94,7 +95,7 @@ class Measurement:
                 raise RunFailed(_died(srv) or f"could not read the server's /metrics: {type(exc).__name__}") from None
             t_start = time.perf_counter()
             t_wall0 = time.time()
-            state = {"done": 0, "out": 0, "last": before, "rows": [], "counts": []}
+            state: dict[str, Any] = {"done": 0, "out": 0, "last": before, "rows": [], "counts": []}
 
             def on_result(res: load.RequestResult) -> None:
                 # Called on the pool's thread; list appends and the swap in _sample are atomic.
@@ -174,7 +175,7 @@ class Measurement:
             "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
             "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
         }
-        per_position = w.per_position or [None] * len(w.accepted_per_position)
+        per_position: Sequence[float | None] = w.per_position or [None] * len(w.accepted_per_position)
         positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
                       "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         state["counts"].append((t, w.drafts, w.accepted))
@@ -210,7 +211,7 @@ async def _scrape(client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
     return metrics.parse(response.text, time.time())
 
 
-def _died(srv: launch.LocalServer, grace_s: float = 3.0) -> str | None:
+def _died(srv: launch.LocalServer | launch.AttachedServer, grace_s: float = 3.0) -> str | None:
     """Why the server is gone, or None while it runs. The grace covers a killed server that is not
     reaped yet: a process with gigabytes mapped takes a moment to exit, on a busy machine longer."""
     if srv.proc is None:  # an attached server: no process of ours to watch

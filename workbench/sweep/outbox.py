@@ -35,10 +35,9 @@ class Write(Message):
         raise NotImplementedError
 
 
-_message = dataclass(frozen=True)
 
 
-@_message
+@dataclass(frozen=True)
 class LogLines(Write):
     OP = "log_lines"
     run_id: int
@@ -48,7 +47,7 @@ class LogLines(Write):
         record.log_lines(self.run_id, self.lines)
 
 
-@_message
+@dataclass(frozen=True)
 class Telemetry(Write):
     OP = "telemetry"
     readings: list
@@ -57,7 +56,7 @@ class Telemetry(Write):
         record.telemetry(self.readings)
 
 
-@_message
+@dataclass(frozen=True)
 class ServerCommand(Write):
     OP = "server_command"
     run_ids: list
@@ -68,7 +67,7 @@ class ServerCommand(Write):
         record.server_command(self.run_ids, self.command, self.vllm_args)
 
 
-@_message
+@dataclass(frozen=True)
 class ServerPlacement(Write):
     OP = "server_placement"
     run_ids: list
@@ -79,7 +78,7 @@ class ServerPlacement(Write):
         record.server_placement(self.run_ids, self.gpus, self.env)
 
 
-@_message
+@dataclass(frozen=True)
 class ServerEnvironment(Write):
     OP = "server_environment"
     run_ids: list
@@ -89,7 +88,7 @@ class ServerEnvironment(Write):
         record.server_environment(self.run_ids, self.environment)
 
 
-@_message
+@dataclass(frozen=True)
 class ServerProvenance(Write):
     OP = "server_provenance"
     run_ids: list
@@ -99,7 +98,7 @@ class ServerProvenance(Write):
         record.server_provenance(self.run_ids, self.provenance)
 
 
-@_message
+@dataclass(frozen=True)
 class RunStarted(Write):
     OP = "run_started"
     run_id: int
@@ -108,7 +107,7 @@ class RunStarted(Write):
         record.run_started(self.run_id)
 
 
-@_message
+@dataclass(frozen=True)
 class PromptsSeen(Write):
     OP = "prompts_seen"
     run_id: int
@@ -119,7 +118,7 @@ class PromptsSeen(Write):
         record.prompts_seen(self.run_id, self.seen_before, self.warnings)
 
 
-@_message
+@dataclass(frozen=True)
 class Sample(Write):
     OP = "sample"
     sweep_id: int
@@ -131,7 +130,7 @@ class Sample(Write):
         record.sample(self.sweep_id, self.sample, self.positions, self.requests)
 
 
-@_message
+@dataclass(frozen=True)
 class RunCompleted(Write):
     OP = "run_completed"
     run_id: int
@@ -141,7 +140,7 @@ class RunCompleted(Write):
         record.run_completed(self.run_id, self.summary)
 
 
-@_message
+@dataclass(frozen=True)
 class RunPartial(Write):
     OP = "run_partial"
     run_id: int
@@ -152,7 +151,7 @@ class RunPartial(Write):
         record.run_partial(self.run_id, self.summary, self.error)
 
 
-@_message
+@dataclass(frozen=True)
 class RunFailed(Write):
     OP = "run_failed"
     run_id: int
@@ -163,7 +162,7 @@ class RunFailed(Write):
         record.run_failed(self.run_id, self.error, self.log_tail)
 
 
-@_message
+@dataclass(frozen=True)
 class Heartbeat(Write):
     OP = "heartbeat"
     sweep_id: int
@@ -173,7 +172,7 @@ class Heartbeat(Write):
         record.heartbeat(self.sweep_id, self.t)
 
 
-@_message
+@dataclass(frozen=True)
 class ResetRuns(Write):
     """Sent by the cluster driver, not a job: the runs of a lost worker, to be redone."""
     OP = "reset_runs"
@@ -183,7 +182,7 @@ class ResetRuns(Write):
         record.reset_runs(self.run_ids)
 
 
-@_message
+@dataclass(frozen=True)
 class Emitted(Message):
     """An event, emitted once every write sent before it is committed."""
     OP = "event"
@@ -198,7 +197,7 @@ def encode(message: Message) -> dict:
     this one's classes (a Ray worker's batches)."""
     if isinstance(message, Emitted):
         return {"op": Emitted.OP, "event": message.event.to_json()}
-    return {"op": message.OP, **{f.name: getattr(message, f.name) for f in dataclasses.fields(message)}}
+    return {"op": message.OP, **{f.name: getattr(message, f.name) for f in dataclasses.fields(message)}}  # type: ignore[arg-type]  # every Write is a dataclass
 
 
 def decode(obj: Any) -> Message:

@@ -139,6 +139,7 @@ class Runner:
 
     def start_sweep(self, runs: int, pending: int) -> None:
         self.t0 = time.time()
+        assert self.experiment_id is not None  # register() came first
         self.sweep_id = self.record.sweep_started(self.experiment_id, self.events_path, self.t0, runs, pending)
         self.emit(events.SweepStarted(experiment=self.experiment_id, db=str(self.db_path), runs=runs,
                                       pending=pending, skipped=self.plan.skipped,
@@ -153,6 +154,7 @@ class Runner:
         """The given runs (see `register`) as one piece of work per server configuration, in plan
         order, each run numbered by its place in the sweep."""
         total = total or len(pending)
+        assert self.experiment_id is not None  # register() came first
         groups: dict[str, list[Run]] = {}
         for r in pending:
             groups.setdefault(r.server.key, []).append(r)
@@ -169,6 +171,7 @@ class Runner:
                 for k, runs in enumerate(groups.values(), 1)]
 
     def context(self) -> Context:
+        assert self.sweep_id is not None  # start_sweep() came first
         return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,
                        self.scrape_interval_s, self._prompts, app=app_cpu.from_env())
 
@@ -192,6 +195,7 @@ class Runner:
         self.executor.stop()
 
     def finish_sweep(self, extra: dict | None = None) -> dict:
+        assert self.experiment_id is not None  # register() came first
         if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume
             self.record.cancel_running(self.experiment_id)
         self.check_lossless()

@@ -34,7 +34,7 @@ def resolve(plan: Plan, vllm: engine.VllmInstall, gpu_list: str | None = None, p
     logical = vllm.build == "cpu" or profile.platform == "cpu"
     if logical:
         if not pool:
-            pool = list(range((parallel if parallel != "auto" else 1) * tp))
+            pool = list(range((parallel if isinstance(parallel, int) else 1) * tp))  # else "auto"
         return _cut(pool, tp, parallel, None, logical=True, what="logical slots")
     if detected is None:
         platform, found = gpus.detect()
@@ -57,7 +57,7 @@ def _cut(pool: list[int], tp: int, parallel: int | str, topo, logical: bool, wha
         raise SlotError(f"tensor_parallel_size {tp} does not divide the {len(pool)} {what} ({describe(pool)}): "
                         f"give a multiple of {tp}")
     room = len(pool) // tp
-    count = room if parallel == "auto" else parallel
+    count = parallel if isinstance(parallel, int) else room  # else "auto"
     if count > room:
         raise SlotError(f"parallel = {parallel} with tensor_parallel_size {tp} needs {parallel * tp} {what}; "
                         f"{len(pool)} are there ({describe(pool)})")

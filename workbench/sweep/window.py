@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from typing import Any
 
 from workbench import load, metrics
 from workbench.metrics import steady_state
@@ -32,7 +33,7 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
     ttft = [r.ttft_ms for r in ok if r.ttft_ms is not None]
     gaps = [g for r in ok for g in r.chunk_gaps_ms]
     tpot = [(r.latency_ms - r.ttft_ms) / (r.output_tokens - 1)
-            for r in ok if r.ttft_ms is not None and r.output_tokens > 1]
+            for r in ok if r.ttft_ms is not None and r.latency_ms is not None and r.output_tokens > 1]
     spec_mals = [r.spec["mean_acceptance_length"] for r in ok if r.spec and r.spec.get("num_spec_steps")]
     return {
         "window_s": wall_s, "output_tokens": out_tokens,
@@ -47,7 +48,8 @@ def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: fl
         "itl_mean_ms": statistics.fmean(gaps) if gaps else None,
         "itl_p50_ms": _pct(gaps, 0.5), "itl_p99_ms": _pct(gaps, 0.99),
         "tpot_mean_ms": statistics.fmean(tpot) if tpot else None,
-        "e2el_mean_ms": statistics.fmean([r.latency_ms for r in ok]) if ok else None,
+        # Every finished request has its latency, failed ones included.
+        "e2el_mean_ms": statistics.fmean([r.latency_ms for r in ok if r.latency_ms is not None]) if ok else None,
         "spec_request_mal": statistics.fmean(spec_mals) if spec_mals else None,
     }
 
@@ -74,7 +76,7 @@ def model_runner(lines: list[str]) -> dict:
     """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
     the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
     scheduling for some drafting methods, and that difference is part of any speedup."""
-    out = {}
+    out: dict[str, str | bool] = {}
     if any("using the V1 model runner" in line for line in lines):
         out["model_runner"] = "V1"
     if any("Async scheduling not supported" in line or "async scheduling will be disabled" in line.lower()
@@ -88,16 +90,17 @@ def per_request_window(results: list[load.RequestResult]) -> dict:
     cover Draftbench's own requests only, so they replace the counter window where every request
     has them (same definitions: MAL = 1 + accepted / drafts)."""
     ok = [r for r in results if r.ok]
-    if not ok or not all(r.spec and r.spec.get("num_spec_steps") is not None for r in ok):
+    specs = [r.spec for r in ok if r.spec and r.spec.get("num_spec_steps") is not None]
+    if not ok or len(specs) < len(ok):
         return {}
-    drafts = sum(r.spec["num_spec_steps"] for r in ok)
-    drafted = sum(r.spec.get("num_draft_tokens", 0) for r in ok)
-    accepted = sum(r.spec.get("num_accepted_draft_tokens", 0) for r in ok)
-    out = {"drafts": drafts, "draft_tokens": drafted, "accepted": accepted,
-           "mal": 1 + accepted / drafts if drafts else None,
-           "acceptance_rate": accepted / drafted if drafted else None}
-    hists = [r.spec.get("acceptance_histogram") for r in ok]
-    if all(isinstance(h, list) for h in hists) and hists:
+    drafts = sum(s["num_spec_steps"] for s in specs)
+    drafted = sum(s.get("num_draft_tokens", 0) for s in specs)
+    accepted = sum(s.get("num_accepted_draft_tokens", 0) for s in specs)
+    out: dict[str, Any] = {"drafts": drafts, "draft_tokens": drafted, "accepted": accepted,
+                           "mal": 1 + accepted / drafts if drafts else None,
+                           "acceptance_rate": accepted / drafted if drafted else None}
+    hists = [h for s in specs if isinstance(h := s.get("acceptance_histogram"), list)]
+    if len(hists) == len(specs) and hists:
         width = max(len(h) for h in hists)
         total = [sum(h[i] for h in hists if i < len(h)) for i in range(width)]
         steps = sum(total)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, TextIO
 
 from workbench import events
 from workbench.train.config import TrainConfig
@@ -14,10 +14,12 @@ from workbench.train.config import TrainConfig
 
 class StepContext(Protocol):
     config: TrainConfig
-    emit: events.Emit
     cancel_event: threading.Event
     vllm_python: str | None
-    server_log: object | None
+    server_log: TextIO | None
+
+    @property
+    def emit(self) -> events.Emit: ...
 
     @property
     def out(self) -> Path: ...

@@ -7,12 +7,16 @@ import json
 import sys
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench import events
 from workbench.host import engine
 from workbench.train.config import CONCURRENCY, SELF_PROMPTS, Cancelled, TrainError
 from workbench.train.context import StepContext
 from workbench.train.records import _cut_to_last_line, _write_jsonl
+
+if TYPE_CHECKING:  # for annotations only: launch is imported when a server starts
+    from workbench.launch import LocalServer
 
 
 def _client(base_url: str, api_key: str | None):
@@ -70,7 +74,8 @@ class Prompts:
             raise TrainError(f"the workload {p.config.prompts!r} has no prompts")
         chosen = workloads.sample(prompts, p.config.num_prompts, p.config.seed)
         # Cycling would repeat prompts when more are asked for than exist: keep each once.
-        seen, rows = set(), []
+        seen: set[str] = set()
+        rows: list[dict] = []
         for prompt in chosen:
             if prompt.text in seen:
                 continue
@@ -212,7 +217,7 @@ class Responses:
                 pool.shutdown(wait=False, cancel_futures=True)
 
 
-def start_server(p: StepContext):
+def start_server(p: StepContext) -> LocalServer:
     # Deferred: launch and plan pull in httpx, huggingface_hub and aiohttp, which only starting a server needs
     from workbench import launch, plan
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from workbench import events, paths
 from workbench.train.config import TrainError
@@ -125,7 +126,7 @@ class Train:
         p.run_subprocess(argv, "train", on_metrics=history.append)
         train = [h for h in history if "train" in h]
         val = [h for h in history if "val" in h]
-        info = {"steps": len(train), "epochs": p.config.epochs}
+        info: dict[str, Any] = {"steps": len(train), "epochs": p.config.epochs}
         if train:
             info["last_loss"] = loss_of(train[-1]["train"])
         if val:

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from workbench import events, paths
 from workbench.host import process
@@ -25,6 +25,9 @@ from workbench.train.data_steps import Prompts, Responses, start_server
 from workbench.train.model_steps import Checkpoint, HiddenStates, Prepare, Register, Train
 from workbench.train.records import _metric_event, folder_state
 from workbench.train.speculators_cpu import EVENT_PREFIX
+
+if TYPE_CHECKING:  # for annotations only: launch is imported when a server starts
+    from workbench.launch import LocalServer
 
 # The steps in order; each is an object with a name and run(pipeline) -> the info recorded for it.
 STEP_OBJECTS: tuple[Step, ...] = (Prompts(), Responses(), Prepare(), HiddenStates(), Train(), Checkpoint(), Register())
@@ -42,8 +45,8 @@ class Pipeline:
     vllm_python: str | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
     _proc: subprocess.Popen | None = None
-    _server: object | None = None    # the target's vLLM server, started once for prompts and responses
-    server_log: object | None = None
+    _server: LocalServer | None = None  # the target's vLLM server, started once for prompts and responses
+    server_log: TextIO | None = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -100,7 +103,8 @@ class Pipeline:
         if self._server is not None:
             server, self._server = self._server, None
             server.stop()
-            self.server_log.close()
+            if self.server_log is not None:  # opened with the server
+                self.server_log.close()
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -205,7 +209,7 @@ class Pipeline:
         try:
             assert self._proc.stdout
             for line in self._proc.stdout:
-                if line.startswith(EVENT_PREFIX) and on_metrics:
+                if line.startswith(EVENT_PREFIX) and on_metrics and metrics is not None:
                     record = json.loads(line[len(EVENT_PREFIX):])
                     metrics.write(json.dumps(record) + "\n")
                     on_metrics(record)

@@ -85,7 +85,7 @@ def open_existing(db_path: str | Path | None):
 
 def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
              local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
-             on_start: Callable[[], None] | None = None, slots: list[scheduler.Slot] | None = None,
+             on_start: Callable[[], object] | None = None, slots: list[scheduler.Slot] | None = None,
              cluster: "ray_cluster.Cluster | None" = None) -> dict | None:
     """The sweep's summary, or None when it was interrupted (its running server is stopped first).
     `local`: served by a vLLM started here, which must then exist; `progress` reports the demo

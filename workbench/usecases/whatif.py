@@ -174,7 +174,7 @@ def plan_text(target_ref: str, methods: list[tuple[str, str | None, list[int], o
     Not validated here: `workbench.plan.loads` says what is wrong with it, in one line."""
     entries = []
     for method, draft, ns, accepted in methods:
-        entry = {"method": method}
+        entry: dict[str, object] = {"method": method}
         if draft:
             entry["draft"] = draft
         entry["n"] = list(ns)
