@@ -23,8 +23,10 @@ COLUMNS = [
     ("baseline_tok_s", "Baseline tok/s", "The no-speculation baseline's mean output tokens/s, same conditions"),
     ("mal", "MAL", "Mean acceptance length = 1 + accepted / drafts"),
     ("repeats", "Repeats", "Runs averaged"),
+    ("cv", "CV", "Coefficient of variation of the repeats' throughput (stdev / mean). repeats = \"auto\" repeats "
+                 "a configuration until its 95% interval is within ±2% (at most 5 times)"),
 ]
-FORMATS = {"tok_s": "{:.1f}", "baseline_tok_s": "{:.1f}", "mal": "{:.2f}"}
+FORMATS = {"tok_s": "{:.1f}", "baseline_tok_s": "{:.1f}", "mal": "{:.2f}", "cv": "{:.1%}"}
 
 
 class AnswerModel(RowsModel):

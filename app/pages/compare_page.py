@@ -34,6 +34,8 @@ TIPS = {
     "acceptance_rate": "Accepted draft tokens / drafted tokens",
     "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
     "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
+    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean); repeats = \"auto\" repeats a "
+          "configuration until its 95% interval is within ±2%",
 }
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 

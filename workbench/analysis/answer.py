@@ -100,7 +100,7 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
                 "fastest_note": note if fastest else None,
                 "fastest_sure": fastest and note == "fastest",
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
-                "mal": c.mal.mean, "repeats": c.tok_s.n, "temperature": c.temperature,
+                "mal": c.mal.mean, "repeats": c.tok_s.n, "cv": c.tok_s.cv, "temperature": c.temperature,
                 "run": c.rows[0]["id"], "throughput_basis": c.basis,
                 "prefix_cache_hit_rate": c.prefix_cache_hit_rate, "cache_warning": c.cache_warning,
             })

@@ -46,6 +46,13 @@ class Estimate:
         return statistics.stdev(self.values) / math.sqrt(self.n) if self.n >= 2 else None
 
     @property
+    def cv(self) -> float | None:
+        """Coefficient of variation (sample stdev / mean), None below two values."""
+        if self.n < 2 or not self.mean:
+            return None
+        return statistics.stdev(self.values) / self.mean
+
+    @property
     def ci95(self) -> float | None:
         sem = self.sem  # None for a single run
         return t95(self.n - 1) * sem if sem is not None else None
@@ -257,7 +264,7 @@ def _figures(c: Config) -> dict:
         "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
         "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
         "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
-        "repeats": c.tok_s.n, "what_if": c.what_if,
+        "repeats": c.tok_s.n, "cv": c.tok_s.cv, "what_if": c.what_if,
         "imposed_source": (c.imposed or {}).get("source"),
         "throughput_basis": c.basis, "window_tok_s": c.window_tok_s.mean,
         "prefix_cache_hit_rate": c.prefix_cache_hit_rate,

@@ -9,8 +9,6 @@ is shown for every configuration with two or more repeats, whether its repeats w
 
 from __future__ import annotations
 
-import statistics
-
 from workbench.analysis.compare import Estimate
 
 TARGET = 0.02
@@ -38,10 +36,7 @@ def enough(values: list[float], target: float = TARGET, maximum: int = MAXIMUM) 
 
 def cv(values: list[float]) -> float | None:
     """Coefficient of variation: sample standard deviation over the mean."""
-    vals = [v for v in values if v is not None]
-    if len(vals) < 2 or not statistics.fmean(vals):
-        return None
-    return statistics.stdev(vals) / statistics.fmean(vals)
+    return Estimate([v for v in values if v is not None]).cv
 
 
 def reason(values: list[float], target: float = TARGET, maximum: int = MAXIMUM) -> str:

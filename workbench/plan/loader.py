@@ -92,6 +92,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     if what_if and profile.kind == "attach":
         raise PlanError("a what-if sweep needs servers Draftbench starts (dummy weights, imposed acceptance): "
                         "an attached server serves what it was started with")
+    workload_t = doc.get("workload")
+    if relaunch and isinstance(workload_t, dict) and workload_t.get("repeats") == "auto":
+        raise PlanError('workload.repeats = "auto" decides from the repeats of one server; with sweep.relaunch each '
+                        "repeat has its own: give repeats a number")
     if relaunch and mode == "adaptive":
         raise PlanError("sweep.relaunch works with exhaustive sweeps only (an adaptive sweep counts one launch per N)")
     try:

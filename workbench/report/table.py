@@ -7,6 +7,7 @@ TABLE_COLUMNS = [
     ("concurrency", "Conc.", "{}"), ("best_n", "Best N", "{}"), ("baseline_tok_s", "Baseline tok/s", "{:.1f}"),
     ("tok_s", "tok/s", "{:.1f}"), ("speedup", "Speedup", "{:.2f}"), ("mal", "MAL", "{:.2f}"),
     ("acceptance_rate", "Accept.", "{:.3f}"), ("efficiency", "Efficiency", "{:.2f}"), ("repeats", "Repeats", "{}"),
+    ("cv", "CV", "{:.1%}"),
 ]
 # Every configuration (compare.config_table), as the Compare page's "All figures" and `draftbench
 # show` list them: N in place of best N, the best N of each method marked.

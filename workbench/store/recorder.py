@@ -185,6 +185,12 @@ class Recorder:
             self.db.table("runs").update(run_id, {**summary, "status": "partial", "error": error,
                                             "finished": time.time()})
 
+    def run_skipped(self, run_id: int, reason: str) -> None:
+        """A repeat `repeats = "auto"` did not need: its configuration's interval was narrow
+        enough. Not pending (a resume leaves it), not measured (speedups never see it)."""
+        with self.db.conn:
+            self.db.table("runs").update(run_id, {"status": "skipped", "error": reason, "finished": time.time()})
+
     def run_failed(self, run_id: int, error: str, log_tail: str) -> None:
         with self.db.conn:
             self.db.table("runs").update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,

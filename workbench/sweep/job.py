@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 
 from workbench import events, launch
-from workbench.analysis import alarms
+from workbench.analysis import alarms, repeats
 from workbench.host import engine, process
 from workbench.host.slots import Slot
 from workbench.launch import provenance
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
-from workbench.plan import Run, Server
+from workbench.plan import AutoRepeats, Run, Server
 from workbench.sweep import app_cpu
 from workbench.sweep.measure import Measurement, RunFailed
 from workbench.sweep.outbox import Sender
@@ -41,6 +41,8 @@ class Context:
     scrape_interval_s: float
     prompts: dict[str, list[workloads.Prompt]] = field(default_factory=dict)
     app: app_cpu.Watched | None = None  # the desktop app that started the sweep, whose CPU each window reads
+    # `repeats = "auto"`: a configuration's later repeats are skipped once its interval is narrow.
+    auto_repeats: AutoRepeats | None = None
 
 
 @dataclass
@@ -60,6 +62,12 @@ class Work:
         return [self.ids[r.key] for r in self.runs]
 
 
+def _configuration(r: Run) -> tuple:
+    """What a run measures on its server, everything but the repeat: its repeats share it."""
+    return (r.workload, r.concurrency, r.request_rate, r.num_prompts, r.max_tokens, r.temperature, r.top_p,
+            r.ignore_eos)
+
+
 class ServerJob:
     """One server's job; the measuring is the `Measurement` it makes once its server answers."""
 
@@ -72,6 +80,7 @@ class ServerJob:
         self.sweep_id = ctx.sweep_id
         self.readings: dict[int, list[dict]] = {}
         self.settled: set[int] = set()
+        self.last_tok_s: float | None = None  # the last completed run's output tok/s
         self.log_queue: queue.Queue = queue.Queue()
         self.log_run_id: int | None = None
         self.sampler: telemetry.Sampler | None = None
@@ -214,12 +223,20 @@ class ServerJob:
                                        scrape_interval_s=self.ctx.scrape_interval_s, app=self.ctx.app,
                                        prompts=self.ctx.prompts, warnings=self.work.warnings,
                                        before_sample=self._flush)
+        measured: dict[tuple, list[float]] = {}  # a configuration's throughput, repeat by repeat
+        gate = self.ctx.auto_repeats
         try:
             clients.start()
             for r in todo:
                 if self.cancelled:
                     break
+                config = _configuration(r)
+                if gate and repeats.enough(measured.get(config, []), gate.target, gate.maximum):
+                    self._skip(r, repeats.reason(measured[config], gate.target, gate.maximum))
+                    continue
                 ok = self._measure_one(r, srv)
+                if ok and self.last_tok_s is not None:
+                    measured.setdefault(config, []).append(self.last_tok_s)
                 if self.cancelled:
                     break
                 if not ok and not srv.alive:
@@ -235,6 +252,12 @@ class ServerJob:
             srv.stop()
             self._flush_logs()
 
+    def _skip(self, r: Run, reason: str) -> None:
+        run_id = self.work.ids[r.key]
+        self.settled.add(run_id)
+        self.record.run_skipped(run_id, reason)
+        self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=None, mal=None, acceptance_rate=None))
+
     def _measure_one(self, r: Run, srv) -> bool:
         """One run measured and recorded; False when it failed."""
         run_id = self.work.ids[r.key]
@@ -242,6 +265,7 @@ class ServerJob:
         self.emit(events.RunStarted(run=run_id, label=r.label, index=self.work.index[r.key], total=self.work.total,
                                     **self._slot_fields()))
         self.record.run_started(run_id)
+        self.last_tok_s = None
         assert self.measurement is not None  # made in _serve, before any run is measured
         try:
             summary, span = asyncio.run(self.measurement.measure(run_id, r))
@@ -260,6 +284,7 @@ class ServerJob:
             self.emit(events.RunFailed(run=run_id, error=f"partial: {partial}"))
         else:
             self.record.run_completed(run_id, summary)
+            self.last_tok_s = summary["output_tok_s"]  # a partial run does not count toward auto repeats
         for alarm in alarms.decode(summary.get("alarms")):
             self.emit(events.Alarm(run=run_id, kind=alarm["kind"], message=alarm["message"]))
         self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary["output_tok_s"],

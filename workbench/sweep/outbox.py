@@ -163,6 +163,16 @@ class RunFailed(Write):
 
 
 @dataclass(frozen=True)
+class RunSkipped(Write):
+    OP = "run_skipped"
+    run_id: int
+    reason: str
+
+    def apply(self, record: store.Recorder) -> None:
+        record.run_skipped(self.run_id, self.reason)
+
+
+@dataclass(frozen=True)
 class Heartbeat(Write):
     OP = "heartbeat"
     sweep_id: int
@@ -258,6 +268,9 @@ class Record:
 
     def run_failed(self, run_id: int, error: str, log_tail: str) -> None:
         self._put(RunFailed(run_id, error, log_tail))
+
+    def run_skipped(self, run_id: int, reason: str) -> None:
+        self._put(RunSkipped(run_id, reason))
 
     def heartbeat(self, sweep_id: int, t: float) -> None:
         self._put(Heartbeat(sweep_id, t))

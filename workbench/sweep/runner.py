@@ -135,7 +135,7 @@ class Runner:
         self.experiment_id = exp_id
         self.ids.update(ids)
         status = {r["id"]: r["status"] for r in store.runs_of_experiment(self.db, exp_id)}
-        return [r for r in part.runs if status[ids[r.key]] != "completed"]
+        return [r for r in part.runs if status[ids[r.key]] not in ("completed", "skipped")]
 
     def start_sweep(self, runs: int, pending: int) -> None:
         self.t0 = time.time()
@@ -173,7 +173,8 @@ class Runner:
     def context(self) -> Context:
         assert self.sweep_id is not None  # start_sweep() came first
         return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,
-                       self.scrape_interval_s, self._prompts, app=app_cpu.from_env())
+                       self.scrape_interval_s, self._prompts, app=app_cpu.from_env(),
+                       auto_repeats=self.plan.auto_repeats)
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
         """Every server configuration of the given runs, through the runner's executor."""

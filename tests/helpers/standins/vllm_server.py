@@ -28,6 +28,10 @@ what-if baseline) the answers carry no spec-decode figures and the counters do n
 A broken speculative server (`lossy`; as a script, STANDIN_LOSSY=1 with a speculative config):
 every answer's text comes out reversed chunk by chunk, the figures as recorded, as a build whose
 verifier keeps wrong tokens would answer: the same lengths and acceptance, other words.
+
+A noisy server (STANDIN_PACE_FACTORS="1,3,0.5" and STANDIN_PACE_BLOCK=K): the k-th block of K
+chat requests is paced by the factor at k (cycling), so runs of K requests each measure different
+throughputs, as a server with drifting clocks would; without them every request keeps one pace.
 """
 
 from __future__ import annotations
@@ -234,6 +238,9 @@ class StandinVllm:
                  imposed: list[float] | None = None, dummy: bool = False, lossy: bool = False):
         self.recording = recording(recording_name)
         self.lossy = lossy
+        factors = os.environ.get("STANDIN_PACE_FACTORS")
+        self.pace_factors = [float(x) for x in factors.split(",")] if factors else [1.0]
+        self.pace_block = int(os.environ.get("STANDIN_PACE_BLOCK") or 1)
         # What-if: acceptance drawn from an imposed curve, or (a dummy-weight baseline) none at all.
         self.imposed = list(imposed) if imposed else None
         self.no_spec = dummy and not imposed
@@ -262,6 +269,10 @@ class StandinVllm:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
+
+    def pace_factor(self, served: int) -> float:
+        """The pace factor of the request after `served` others (1 unless made noisy)."""
+        return self.pace_factors[(served // self.pace_block) % len(self.pace_factors)]
 
     # --- the server's output ---------------------------------------------------------------------
     def say(self, line: str) -> None:
@@ -407,6 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
             record = with_figures(record, figures)
         if s.lossy:
             record = garbled(record)
+        self.pace = s.pace * s.pace_factor(len(s.requests))
         s.requests.append({"body": body, "exact": exact})
         self._stream(record)
 
@@ -423,7 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
         counted, at = False, counted_at(record)
         try:
             for i, (t, line) in enumerate(record["lines"]):
-                delay = t0 + t * s.pace - time.perf_counter()
+                delay = t0 + t * self.pace - time.perf_counter()
                 if delay > 0:
                     time.sleep(delay)
                 if i == at:
