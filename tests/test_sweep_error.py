@@ -1,6 +1,6 @@
 """A sweep stopped by an error (the database refusing a write, as on a full disk): the runner
 puts the one-line reason in the sweep's end event, and the app warns with the event's reason. The
-runner is real, its server the vLLM stand-in (tests/standins/vllm_server.py); `draftbench run`
+runner is real, its server the vLLM stand-in (tests/helpers/standins/vllm_server.py); `draftbench run`
 saying the same line on stderr is tests/test_faults.py's."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers.recorded import ROOT
 from workbench import events, launch, plan, store
 from workbench.usecases import sweeps
 
-SCRIPT = Path(__file__).parent / "standins" / "vllm_server.py"
+SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
 PLAN = """
 name = "refused"
 [target]

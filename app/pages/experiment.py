@@ -73,13 +73,11 @@ class ExperimentPage(QWidget):
         add_file.clicked.connect(lambda: self.workloads.add_file())
         self.concurrency = QLineEdit()
         self.concurrency.setToolTip("Requests in flight at once; one run per value, e.g. 1, 4")
-        # 0 reads "auto": repeats = "auto" in the plan (each configuration repeated until its 95 %
-        # interval is within 2 %, at most 5 times; workload.repeats_target / repeats_max change that).
+        # 0 reads "auto": repeats = "auto" in the plan (workbench.analysis.repeats).
         self.repeats = QSpinBox(minimum=0, maximum=100)
         self.repeats.setSpecialValueText("auto")
-        self.repeats.setToolTip("Repeats of every run, for a mean and a confidence interval. auto (below 1): "
-                                "repeat each configuration until the 95 % interval of its throughput is within "
-                                "±2 %, at most 5 times")
+        self.repeats.setToolTip("Repeats of every run, for a mean and a confidence interval. auto (below 1): until "
+                                "the 95 % interval of its throughput is within ±2 %, at most 5 times")
         self.num_prompts = QSpinBox(minimum=1, maximum=100000)
         self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000)
         self.max_tokens.setToolTip("Maximum output tokens per request")
@@ -203,8 +201,7 @@ class ExperimentPage(QWidget):
         concurrency = w.get("concurrency", d.concurrency)
         self.concurrency.setText(", ".join(str(c) for c in (concurrency if isinstance(concurrency, list)
                                                              else [concurrency])))
-        repeats = w.get("repeats", d.repeats)
-        self.repeats.setValue(0 if repeats == "auto" else int(repeats))
+        self.repeats.setValue(0 if w.get("repeats") == "auto" else int(w.get("repeats", d.repeats)))
         prompts = w.get("num_prompts", d.num_prompts)
         # {per_concurrency, min}: the spin box shows the least count; the table is kept unless changed.
         self.num_prompts.setValue(int(prompts.get("min", 1) if isinstance(prompts, dict) else prompts))

@@ -48,9 +48,7 @@ class Estimate:
     @property
     def cv(self) -> float | None:
         """Coefficient of variation (sample stdev / mean), None below two values."""
-        if self.n < 2 or not self.mean:
-            return None
-        return statistics.stdev(self.values) / self.mean
+        return statistics.stdev(self.values) / self.mean if self.n >= 2 and self.mean else None
 
     @property
     def ci95(self) -> float | None:

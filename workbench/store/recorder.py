@@ -72,7 +72,8 @@ class Recorder:
     def register_runs(self, experiment_id: int, keys: list[str], new_row: Callable[[int], dict]) -> dict[str, int]:
         """The ids of the experiment's runs with these keys; a key not stored yet gets the row
         `new_row(its index)`, and a run stored but not completed (interrupted or failed before)
-        loses everything it wrote and is pending again."""
+        loses everything it wrote and is pending again. A skipped repeat (`repeats = "auto"` had
+        enough without it) stays skipped."""
         ids: dict[str, int] = {}
         with self.db.conn:
             for index, key in enumerate(keys):
@@ -82,7 +83,7 @@ class Recorder:
                     ids[key] = _insert(self.db, "runs", new_row(index))
                     continue
                 ids[key] = row[0]
-                if row[1] != "completed":
+                if row[1] not in ("completed", "skipped"):
                     _clear_run(self.db, row[0])
                     self.db.table("runs").update(row[0], {"status": "pending", "error": None, "log_tail": None})
         return ids
