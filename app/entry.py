@@ -12,11 +12,12 @@ def _gui(db: str | None, smoke_test: bool = False) -> int:
     return gui_main(db, smoke_test)
 
 
-def _draw(argv: list[str]) -> int:
+def _draw(options) -> int:
+    """`options`: the ExportOptions of `export` or `report`, parsed by workbench.cli.export."""
     # Charts are drawn with pyqtgraph (offscreen when there is no display): imported only for them.
     from app.exports import main as export_main
 
-    return export_main(argv)
+    return export_main(options)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,9 +64,10 @@ def compare_at_both_sizes(app: QApplication, w, stem: str = "screenshot-compare"
 def report_shot(rows: list[dict], db: Path, title: str) -> None:
     """The HTML report as headless Chromium draws it, 1280 px wide."""
     from app.exports import write_report
+    from workbench.usecases import compare_view
 
     report = Path(tempfile.mkdtemp()) / "report.html"
-    write_report(rows, report, title, db)
+    write_report(compare_view.build(rows, db), report, title)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         raise SystemExit("the report screenshot needs Chromium (scripts/bootstrap.sh installs it)")
@@ -81,8 +82,9 @@ def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare")
 
     w = MainWindow(db)
     w.show()
-    # An existing database is opened (and checked) off the GUI thread: Compare fills once it is.
-    wait(app, lambda: w.isVisible() and w.opening is None, 60)
+    # An existing database is opened (and checked) off the GUI thread: Compare fills once it is,
+    # and its view is built.
+    wait(app, lambda: w.isVisible() and w.opening is None and not w.compare.building, 60)
     compare_at_both_sizes(app, w, stem)
     if stem == "screenshot-compare":
         report_shot(w.compare.rows, db, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
@@ -99,6 +101,7 @@ def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
     wait(app, lambda: w.isVisible() and w.opening is None, 60)
     rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r["status"] == "completed"]
     w.compare.set_runs(rows, db)
+    wait(app, lambda: not w.compare.building, 60)
     w.tabs.setCurrentWidget(w.compare)
     w.resize(1920, 1080)
     settle(app)

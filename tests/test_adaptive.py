@@ -123,6 +123,7 @@ def test_compare_page_draws_the_prediction_beside_the_measured_points(sweep, qtb
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, sweep.path)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     item = page.plots["prediction"].getPlotItem()
     assert page.plots["prediction"].toolTip() == PREDICTION_TIP
     rec = next(iter(recommend.from_configs(compare.configs(rows)).values()))

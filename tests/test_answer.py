@@ -59,6 +59,7 @@ def test_copy_serve_command_copies_the_measured_command(qtbot, recorded_db):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, recorded_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     chosen = page.chosen()
     assert chosen["config"] == "ngram N=2" and chosen["fastest"]
     page.copy_button.click()

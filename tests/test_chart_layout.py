@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from helpers import chartcheck
-from app.exports import CHART_NAMES, all_data, export_all, select, write_report
+from app.exports import export_all, write_report
 from app.main import MainWindow
 from app.pages.live import LivePage
 from app.widgets import chart_export, charts as chartlib
@@ -21,6 +21,9 @@ from helpers.recorded import GPU_DB, ROOT, copy_db
 from workbench import store
 from workbench.analysis import answer
 from workbench.report import palette
+from workbench.usecases import compare_view
+from workbench.usecases.chart_names import CHART_NAMES
+from workbench.usecases.compare_view import select
 
 DEMO_DB = ROOT / "tests" / "fixtures" / "demo" / "demo-sweep.sqlite"
 SOURCES = {"demo": DEMO_DB, "h200": GPU_DB, "h200x2": ROOT / "docs" / "gpu" / "h200x2-tp2.sqlite"}
@@ -52,7 +55,8 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.opening is None, timeout=20000)  # the file is checked off the GUI thread
+    # The file is checked, and then its runs' view built, off the GUI thread.
+    qtbot.waitUntil(lambda: window.opening is None and not window.compare.building, timeout=20000)
     window.tabs.setCurrentWidget(window.compare)
     page = window.compare
     # The database's latest experiment is on Compare without going through History.
@@ -77,7 +81,7 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_exported_charts_are_ready_for_a_slide(qtbot, db, size, tmp_path):
     rows = select(db)
-    _, data = all_data(rows, db)
+    data = compare_view.build(rows, db).data
     caption = answer.conditions(rows)
     drawn = [n for n in CHART_NAMES if chartlib.has_data(n, data)]
     assert len(drawn) >= 5
@@ -109,10 +113,11 @@ def test_exported_charts_are_ready_for_a_slide(qtbot, db, size, tmp_path):
 
 def test_a_chart_without_data_is_not_drawn_and_says_why(qtbot, demo_db, tmp_path):
     rows = select(demo_db)
-    _, data = all_data(rows, demo_db)
+    view = compare_view.build(rows, demo_db)
+    data = view.data
     # The demo sweep ran on CPUs: no GPU power readings.
     assert not chartlib.has_data("energy", data) and not chartlib.has_data("gpus", data)
-    written = export_all(rows, tmp_path, ["png"], list(CHART_NAMES), 800, 500, 96, demo_db)
+    written = export_all(view, tmp_path, ["png"], list(CHART_NAMES), 800, 500, 96)
     assert {p.stem for p in written} == {n for n in CHART_NAMES if chartlib.has_data(n, data)}
     assert not (tmp_path / "energy.png").exists()
     from app.pages.compare_page import ComparePage
@@ -120,6 +125,7 @@ def test_a_chart_without_data_is_not_drawn_and_says_why(qtbot, demo_db, tmp_path
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, demo_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     assert page.chooser.findData("energy") == -1
     assert chartlib.EMPTY["energy"] in page.missing.text()
 
@@ -136,8 +142,9 @@ def test_one_colour_per_method_and_n_everywhere(qtbot, demo_db, tmp_path):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, demo_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     curves = {c.name(): c for c in page.plots["per_position"].getPlotItem().listDataItems() if c.name()}
-    report_path = write_report(rows, tmp_path / "report.html", "colours", demo_db)
+    report_path = write_report(compare_view.build(rows, demo_db), tmp_path / "report.html", "colours")
     text = report_path.read_text()
     svgs = {title: base64.b64decode(data).decode()
             for title, data in re.findall(r'<img alt="([^"]+)" src="data:image/svg\+xml;base64,([^"]+)"', text)}

@@ -22,6 +22,7 @@ def test_one_repeat_draws_no_error_bar_and_all_figures_lists_every_n(qtbot, reco
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, recorded_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     assert {r["repeat"] for r in rows} == {1}
     assert _error_bars(page) == []
     # Every speculative configuration is a row of All figures (not only each method's best N).
@@ -48,4 +49,5 @@ def test_repeats_draw_their_intervals(qtbot, recorded_db):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(twice, recorded_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     assert _error_bars(page)

@@ -14,9 +14,11 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.pages.compare_page import ComparePage
-from app.exports import CHART_NAMES, export_all, write_report
+from app.exports import export_all, write_report
 from workbench import store
 from workbench.analysis import compare
+from workbench.usecases import compare_view
+from workbench.usecases.chart_names import CHART_NAMES
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//|@import""", re.I)
 
@@ -28,7 +30,7 @@ def rows(recorded_db):
 
 
 def test_every_format_is_a_real_file(qapp, rows, tmp_path):
-    written = export_all(rows, tmp_path, ["png", "svg", "pdf", "csv", "json"],
+    written = export_all(compare_view.build(rows), tmp_path, ["png", "svg", "pdf", "csv", "json"],
                          ["per_position", "throughput", "efficiency"], 900, 500, 200)
     assert len(written) == 3 * 5 + 2
     for name in ("per_position", "throughput", "efficiency"):
@@ -54,7 +56,7 @@ def test_every_format_is_a_real_file(qapp, rows, tmp_path):
 
 
 def test_html_report_is_self_contained(qapp, rows, tmp_path):
-    path = write_report(rows, tmp_path / "report.html", "A comparison")
+    path = write_report(compare_view.build(rows), tmp_path / "report.html", "A comparison")
     text = path.read_text()
     assert text.startswith("<!DOCTYPE html>") and "A comparison" in text
     assert not EXTERNAL.search(text), EXTERNAL.search(text).group(0)
@@ -94,6 +96,7 @@ def test_compare_page_draws_the_runs(qtbot, qtmodeltester, sweep_db, tmp_path):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, sweep_db[0])
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     # Per-request attribution: one bar series per speculative configuration, over the four families.
     bars = [i for i in page.plots["by_category"].getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == 2

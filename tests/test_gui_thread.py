@@ -25,11 +25,12 @@ from PySide6.QtCore import Qt, QTimer
 
 from app.jobs import worker
 from app.main import MainWindow
+from app.pages.compare_page import ComparePage
 from app.pages.experiment import ExperimentPage
 from app.pages.models_page import ModelsPage
 from workbench import events, store
 from workbench.checkpoints import hub
-from workbench.usecases import findings
+from workbench.usecases import compare_view, findings
 
 HOLD_S = 5.0      # how long a held call waits at most
 TIMED_S = 1.5     # how long the event loop is timed while the call is held
@@ -183,6 +184,39 @@ def test_history_reads_runs_on_run_events_off_the_gui_thread(qtbot, tmp_path, re
     held.threads.clear()
     qtbot.wait(2500)
     assert held.threads == []
+
+
+def test_compare_builds_its_view_off_the_gui_thread(qtbot, recorded_db, monkeypatch):
+    rows = store.runs(store.open_db(recorded_db, readonly=True))
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.show()
+    held = Held(compare_view.build)
+    monkeypatch.setattr(compare_view, "build", held)
+    answers_while_held(qtbot, held, lambda: page.set_runs(rows, recorded_db),
+                       lambda: page.answer_model.rowCount() > 0)
+    assert not page.building and page.view.rows is rows and page.chooser.count() > 0
+    # Ticking for partial runs builds it again, there too.
+    again = Held(held.then)
+    monkeypatch.setattr(compare_view, "build", again)
+    answers_while_held(qtbot, again, page.partial_box.click, lambda: page.view.include_partial)
+
+
+def test_compare_shows_the_latest_selection_when_an_older_view_answers_last(qtbot, recorded_db, monkeypatch):
+    rows = store.runs(store.open_db(recorded_db, readonly=True))
+    page = ComparePage()
+    qtbot.addWidget(page)
+    build = compare_view.build
+    slow = Held(build)
+    monkeypatch.setattr(compare_view, "build", lambda chosen, *a: (slow if chosen is rows else build)(chosen, *a))
+    page.set_runs(rows, recorded_db)
+    qtbot.waitUntil(slow.entered.is_set, timeout=5000)
+    page.set_runs([], None)  # chosen meanwhile: its view is built at once
+    qtbot.waitUntil(lambda: not page.building, timeout=10000)
+    slow.gate.set()
+    assert worker.wait(10000)
+    qtbot.wait(200)  # the older answer is handed over, and dropped
+    assert page.view.rows == [] and page.answer_model.rowCount() == 0 and page.rows == []
 
 
 def _repo(tmp_path: Path, name: str) -> hub.CachedRepo:

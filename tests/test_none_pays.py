@@ -42,4 +42,5 @@ def test_the_compare_page_says_why_nothing_pays(qtbot):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     assert page.crossover.isVisibleTo(page) and "its step costs 4.3" in page.crossover.text()

@@ -58,6 +58,7 @@ def test_show_prints_the_compare_pages_table(qtbot, recorded_db, tmp_path):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, path)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     model = page.table_model
     on_page = [[model.headerData(c, Qt.Horizontal) for c in range(model.columnCount())]]
     on_page += [[model.data(model.index(r, c)) for c in range(model.columnCount())] for r in range(model.rowCount())]

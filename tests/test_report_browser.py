@@ -9,16 +9,18 @@ import base64
 
 import pytest
 
-from app.exports import select, write_report
+from app.exports import write_report
 from helpers.browser import MEASURE, measure
 from helpers.recorded import ROOT, copy_db
 from workbench import store
+from workbench.usecases import compare_view
 
 @pytest.mark.parametrize("source", ["tests/fixtures/demo/demo-sweep.sqlite", "docs/gpu/h200-tp1.sqlite"])
 def test_report_fits_1280_px_and_every_image_loads(qapp, source, tmp_path):
     db = copy_db(ROOT / source, tmp_path / "results.sqlite")
     store.open_db(db).conn.close()
-    report = write_report(select(db), tmp_path / "report.html", "Draftbench report", db)
+    report = write_report(compare_view.build(compare_view.select(db), db), tmp_path / "report.html",
+                          "Draftbench report")
     page = tmp_path / "measured.html"
     page.write_text(report.read_text().replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     seen = measure(page)

@@ -6,10 +6,10 @@ from pathlib import Path
 import pyqtgraph as pg
 
 from app.pages.compare_page import ComparePage
-from app.exports import all_data
 from app.pages.live import LivePage
 from workbench import store
 from workbench.analysis import compare
+from workbench.usecases import compare_view
 
 DB = Path(__file__).resolve().parent.parent / "docs" / "gpu" / "h200x2-tp2.sqlite"
 
@@ -32,6 +32,7 @@ def test_compare_page_draws_energy_and_per_gpu_power(qtbot):
     qtbot.addWidget(page)
     rows = store.runs(store.open_db(DB, readonly=True))
     page.set_runs(rows, DB)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     bars = [i for i in page.plots["gpus"].getPlotItem().items if isinstance(i, pg.BarGraphItem)]
     assert len(bars) == 3  # GPU 0, GPU 1, all GPUs
     legend = [label.text for _, label in page.plots["gpus"].getPlotItem().legend.items]
@@ -42,7 +43,7 @@ def test_compare_page_draws_energy_and_per_gpu_power(qtbot):
                                                         ("draft_model · builtin · c=8", 3)}
     by = {(r["series"], r["n"]): r for r in energy}
     assert by[("ngram · builtin · c=1", 4)]["baseline_joules_per_token"] == rows[0]["joules_per_token"]
-    _, data = all_data(rows, DB)
+    data = compare_view.build(rows, DB).data
     assert data["gpus"] == page.data["gpus"]
 
 

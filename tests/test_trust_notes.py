@@ -9,6 +9,7 @@ from app.exports import write_report
 from app.pages.compare_page import ComparePage
 from helpers.recorded import stored_runs
 from workbench.analysis import answer, compare
+from workbench.usecases import compare_view
 
 
 def test_compare_and_the_report_list_the_alarms(qtbot, demo_db, tmp_path):
@@ -20,9 +21,10 @@ def test_compare_and_the_report_list_the_alarms(qtbot, demo_db, tmp_path):
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, demo_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     shown = page.crossover.text()
     assert "Before trusting these figures" in shown and "run 9 (draft_model N=3, c=1)" in shown
-    report = write_report(rows, tmp_path / "r.html", "demo", demo_db).read_text()
+    report = write_report(compare_view.build(rows, demo_db), tmp_path / "r.html", "demo").read_text()
     section = report.split("<h3>Before trusting these figures</h3>")[1].split("</ul>")[0]
     assert section.count("<li>") == len(notes) and "run 10 (draft_model N=3, c=4)" in section
 

@@ -22,7 +22,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from app.exports import main as export_main, select, write_report
+from app.entry import main as draftbench
+from app.exports import write_report
 from app.models.runs_model import COLUMNS, RunsModel
 from app.pages.compare_page import ComparePage
 from app.pages.live import LivePage
@@ -31,6 +32,7 @@ from helpers.recorded import ROOT, copy_db, stored_runs
 from workbench import cli, store
 from workbench.analysis import answer, compare
 from workbench.report import benchjson
+from workbench.usecases import compare_view
 
 SOURCE = ROOT / "docs" / "gpu" / "what-if-h200.sqlite"
 MARK = "acceptance imposed: typed"
@@ -91,6 +93,7 @@ def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodelte
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows, mixed_db)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     # The answer and the measured table: measured runs only.
     answered = [page.answer_model.row(i)["config"] for i in range(page.answer_model.rowCount())]
     assert answered and not any("what-if" in a for a in answered)
@@ -140,7 +143,7 @@ def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodelte
 
 def test_export_writes_the_break_even_chart_and_the_what_if_table(qapp, what_if_db, recorded_db, tmp_path, capsys):
     out = tmp_path / "out"
-    assert export_main(["export", "--db", str(what_if_db), "--out", str(out), "--format", "png,svg,csv,json",
+    assert draftbench(["export", "--db", str(what_if_db), "--out", str(out), "--format", "png,svg,csv,json",
                         "--width", "640", "--height", "400"]) == 0
     assert QImage(str(out / "breakeven.png")).size().toTuple() == (640, 400)
     svg = ET.parse(out / "breakeven.svg").getroot()
@@ -163,7 +166,7 @@ def test_export_writes_the_break_even_chart_and_the_what_if_table(qapp, what_if_
     # A measured sweep: no what-if chart or table, said only when the chart was asked for by name.
     for chart, said in (("all", False), ("breakeven", True)):
         measured = tmp_path / f"measured-{chart}"
-        assert export_main(["export", "--db", str(recorded_db), "--out", str(measured), "--chart", chart,
+        assert draftbench(["export", "--db", str(recorded_db), "--out", str(measured), "--chart", chart,
                             "--format", "csv"]) == 0
         assert ("breakeven not drawn: needs what-if runs" in capsys.readouterr().err) == said
         assert not (measured / "what_if_table.csv").exists() and not (measured / "breakeven.csv").exists()
@@ -192,7 +195,8 @@ window.addEventListener("load", () => {
 
 
 def test_report_has_a_marked_what_if_section_in_chromium(qapp, mixed_db, tmp_path):
-    report = write_report(select(mixed_db), tmp_path / "report.html", "What-if report", mixed_db)
+    report = write_report(compare_view.build(compare_view.select(mixed_db), mixed_db), tmp_path / "report.html",
+                          "What-if report")
     page = tmp_path / "checked.html"
     page.write_text(report.read_text().replace("</body>", CHECK + "</body>"), encoding="utf-8")
     seen = measure(page)

@@ -2,11 +2,16 @@
 concurrency with its interval and noise verdict, where speculation stops paying, and the command
 that serves the chosen configuration; below, one large chart with a chooser, and exports. What-if
 runs (dummy weights, acceptance imposed) are in a section of their own (app.widgets.what_if_panel),
-never in the answer, and in the measured table only when the user ticks for them."""
+never in the answer, and in the measured table only when the user ticks for them.
+
+Everything shown is one CompareView (workbench.usecases.compare_view), built on the app's worker
+each time the selection or the partial-runs tick changes, since it reads the results file; the
+page only renders it."""
 
 from __future__ import annotations
 
 import html
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -16,14 +21,17 @@ from PySide6.QtWidgets import (
     QPushButton, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from app.widgets.provenance_note import ProvenanceNote
-from app.exports import ALL_CHARTS, CHART_NAMES, WHAT_IF_TABLE, all_data, the_answer, what_if_table, write_report
+from app.exports import WHAT_IF_TABLE, write_report
+from app.jobs import worker
 from app.models.answer_model import AnswerModel
 from app.models.runs_model import RowsModel
 from app.widgets import chart_export, charts as chartlib
+from app.widgets.provenance_note import ProvenanceNote
 from app.widgets.what_if_panel import WhatIfPanel
-from workbench import report
-from workbench.analysis import answer, breakeven, compare
+from workbench import report, store
+from workbench.usecases import compare_view
+from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES
+from workbench.usecases.compare_view import CompareView
 
 TIPS = {
     "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
@@ -34,8 +42,7 @@ TIPS = {
     "acceptance_rate": "Accepted draft tokens / drafted tokens",
     "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
     "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
-    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean); repeats = \"auto\" repeats a "
-          "configuration until its 95% interval is within ±2%",
+    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean)",
 }
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
@@ -97,9 +104,9 @@ class ComparePage(QWidget):
         super().__init__(parent)
         self.rows: list[dict] = []
         self.db_path: Path | None = None
-        self.data: dict = {}
-        self.cs: list = []
-        self.caption = ""
+        self.view: CompareView = compare_view.build([])
+        self._asked = 0  # the latest view asked for: an older one answering late is not shown
+        self.building = False  # a view is being built on the worker
         self.title = QLabel(EMPTY_TITLE)
         self.title.setWordWrap(True)
         self.partial_box = QCheckBox("Count partial runs")
@@ -209,79 +216,102 @@ class ComparePage(QWidget):
         layout.addLayout(exports)
 
     # --- what is shown ----------------------------------------------------------------------
+    @property
+    def data(self) -> dict:
+        return self.view.data
+
+    @property
+    def caption(self) -> str:
+        return self.view.caption
+
     def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
+        """Shows `rows` once their view is built, on the worker (it reads the results file)."""
         self.rows = rows
         self.db_path = db_path
-        cs, self.data = all_data(rows, db_path, self.partial_box.isChecked())
-        self.caption = answer.conditions(rows) if rows else ""
+        self._asked += 1
+        self.building = True
+        asked, partial = self._asked, self.partial_box.isChecked()
+        worker.run(lambda: compare_view.build(rows, db_path, partial), self,
+                   lambda view: self._built(asked, view), lambda exc: self._not_built(asked, exc))
+
+    def _built(self, asked: int, view: CompareView) -> None:
+        if asked == self._asked:
+            self.building = False
+            self.show_view(view)
+
+    def _not_built(self, asked: int, exc: BaseException) -> None:
+        if asked != self._asked:
+            return
+        self.building = False
+        self.show_view(compare_view.build([]))
+        if isinstance(exc, (store.StoreError, store.DatabaseError)):
+            self.title.setText(html.escape(f"These runs cannot be compared: {exc}"))
+        else:  # a fault of the page's own, which the app's hook reports
+            sys.excepthook(type(exc), exc, exc.__traceback__)
+
+    def show_view(self, view: CompareView) -> None:
+        """Renders `view`: nothing is computed here."""
+        self.view = view
         for name, plot in self.plots.items():
-            chartlib.draw(plot, name, self.data, self.caption)
-        self.cs = cs
+            chartlib.draw(plot, name, view.data, view.caption)
         self._fill_table()
-        self.what_if.set_data(self.data, breakeven.sentences(cs), self.caption)
-        self.what_if_box.setEnabled(any(c.what_if for c in cs))
-        self.provenance_note.show_for(rows)
-        table, crossings = the_answer(rows, cs) if rows else ([], [])
-        self.answer_model.set_rows(table)
-        text = ("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in crossings)
-                if crossings else "")
-        why = answer.none_pays(table)
-        if why:
-            text = "<br>".join(filter(None, [text, *(html.escape(line) for line in why)]))
-        trust = answer.trust_notes(cs) if table else []
-        if trust:
+        self.what_if.set_view(view)
+        self.what_if_box.setEnabled(view.what_if_configs)
+        self.provenance_note.show_differences(view.provenance)
+        self.answer_model.set_rows(view.answer)
+        text = ("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in view.crossovers)
+                if view.crossovers else "")
+        if view.none_pays:
+            text = "<br>".join(filter(None, [text, *(html.escape(line) for line in view.none_pays)]))
+        # Notes on the answer's figures: said only where there is an answer to trust.
+        if view.trust and view.answer:
             text = "<br>".join(filter(None, [text, "<b>Before trusting these figures</b>: "
-                                             + "; ".join(html.escape(line) for line in trust)]))
-        if not table and self.data.get("what_if"):
+                                             + "; ".join(html.escape(line) for line in view.trust)]))
+        if not view.answer and view.data.get("what_if"):
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)
         self.crossover.setVisible(bool(text))
         self._fill_chooser()
-        fastest = next((i for i, r in enumerate(table) if r["fastest"]), 0 if table else None)
+        fastest = next((i for i, r in enumerate(view.answer) if r["fastest"]), 0 if view.answer else None)
         if fastest is not None:
             self.answer.selectRow(fastest)
         else:
             self.command.setText("")
             self.copy_button.setEnabled(False)
-        self._say_title(rows)
+        self._say_title()
 
     def _fill_table(self) -> None:
         """The measured table; what-if rows after it, marked, only when the user ticks for them."""
-        rows = compare.config_table(self.cs)
+        rows = list(self.view.measured_table)
         if self.what_if_box.isChecked():
-            rows += compare.config_table(self.cs, what_if=True)
+            rows += self.view.what_if_table
         self.table_model.set_rows(rows)
 
-    def _say_title(self, rows: list[dict]) -> None:
-        if not rows:
+    def _say_title(self) -> None:
+        t = self.view.tally
+        if not t.runs:
             self.title.setText(EMPTY_TITLE)
             return
-        done = sum(1 for r in rows if r["status"] == "completed")
-        experiments = sorted({r["experiment_id"] for r in rows})
-        partial = sum(1 for r in rows if r["status"] == "partial")
-        failed = sum(1 for r in rows if r["status"] == "failed")
         note = ""
-        if partial:
-            note += f" · {partial} partial run(s) {'counted' if self.partial_box.isChecked() else 'left out'}"
-        if failed:
-            note += f" · {failed} failed"
-        what_if = sum(1 for r in rows if compare.is_what_if(r))
-        if what_if:
-            note += f" · {what_if} what-if run(s) (acceptance imposed: {self.what_if.source or '?'}), apart below"
-        self.title.setText(f"Experiment {', '.join(map(str, experiments))}: <b>{done}</b> of {len(rows)} runs "
-                           f"completed{note} · {self.caption}")
+        if t.partial:
+            note += f" · {t.partial} partial run(s) {'counted' if self.view.include_partial else 'left out'}"
+        if t.failed:
+            note += f" · {t.failed} failed"
+        if t.what_if:
+            note += f" · {t.what_if} what-if run(s) (acceptance imposed: {self.what_if.source or '?'}), apart below"
+        self.title.setText(f"Experiment {', '.join(map(str, t.experiments))}: <b>{t.completed}</b> of {t.runs} runs "
+                           f"completed{note} · {self.view.caption}")
 
     def _fill_chooser(self) -> None:
         current = self.chooser.currentData()
         self.chooser.blockSignals(True)
         self.chooser.clear()
         for name in CHART_NAMES:
-            if chartlib.has_data(name, self.data):
+            if name in self.view.drawable:
                 self.chooser.addItem(chartlib.CHARTS[name][0], name)
         self.chooser.blockSignals(False)
-        missing = [f"{chartlib.CHARTS[n][0]}: {chartlib.EMPTY[n]}" for n in CHART_NAMES
-                   if not chartlib.has_data(n, self.data)]
-        self.missing.setText(("Not drawn — " + "; ".join(missing)) if missing and self.rows else "")
+        missing = [f"{chartlib.CHARTS[n][0]}: {chartlib.EMPTY[n]}" for n in CHART_NAMES if n in self.view.missing]
+        self.missing.setText(("Not drawn — " + "; ".join(missing)) if missing and self.view.rows else "")
         self.missing.setToolTip("\n".join(missing))
         keep = self.chooser.findData(current)
         self.chooser.setCurrentIndex(keep if keep >= 0 else 0)
@@ -321,11 +351,12 @@ class ComparePage(QWidget):
         """Every chart with data: PNG/SVG/PDF at the chosen size, its data as CSV and JSON."""
         folder.mkdir(parents=True, exist_ok=True)
         written = []
+        view = self.view
         for name in ALL_CHARTS:
-            if not chartlib.has_data(name, self.data):
+            if name not in view.drawable:
                 continue
             w = chartlib.new_plot(name)  # drawn apart, so the page's chart keeps its size
-            chartlib.draw(w, name, self.data, self.caption)
+            chartlib.draw(w, name, view.data, view.caption)
             for suffix in ("png", "svg", "pdf"):
                 path = folder / f"{name}.{suffix}"
                 chart_export.export(w, path, self.width_box.value(), self.height_box.value(), self.dpi_box.value())
@@ -333,17 +364,17 @@ class ComparePage(QWidget):
             w.deleteLater()
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{name}.{suffix}"
-                writer(self.data[chartlib.DATA_OF[name]], path)
+                writer(view.data[chartlib.DATA_OF[name]], path)
                 written.append(path)
-        if self.data.get("what_if"):  # the what-if table in files of its own, never the measured one's
+        if view.what_if_export:  # the what-if table in files of its own, never the measured one's
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{WHAT_IF_TABLE}.{suffix}"
-                writer(what_if_table(self.data), path)
+                writer(view.what_if_export, path)
                 written.append(path)
         return written
 
     def export_dialog(self) -> None:
-        if not self.rows:
+        if not self.view.rows:
             return
         folder = QFileDialog.getExistingDirectory(self, "Export charts and data into")
         if folder:
@@ -355,11 +386,15 @@ class ComparePage(QWidget):
             QMessageBox.information(self, "Export", f"Wrote {len(written)} files to {folder}")
 
     def report_dialog(self) -> None:
-        if not self.rows:
+        view = self.view
+        if not view.rows:
             return
         path, _ = QFileDialog.getSaveFileName(self, "Save report", "draftbench-report.html", "HTML (*.html)")
         if path:
             try:
-                write_report(self.rows, Path(path), f"Draftbench comparison: {len(self.rows)} runs", self.db_path)
+                if view.include_partial:
+                    # The report counts completed runs only, as `draftbench report` does, whatever the tick.
+                    view = compare_view.build(view.rows, view.db_path)
+                write_report(view, Path(path), f"Draftbench comparison: {len(view.rows)} runs")
             except OSError as exc:
                 QMessageBox.warning(self, "Report", str(exc))

@@ -1,4 +1,4 @@
-"""The Compare charts, built with pyqtgraph from the data `workbench.analysis.compare.chart_data` returns:
+"""The Compare charts, built with pyqtgraph from a CompareView's data (workbench.usecases.compare_view):
 one colour per method and one shade per N (workbench.report.palette), the legend in its own cell
 right of the data, a caption line with the run conditions. Exports are in app.widgets.chart_export."""
 
@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from app.widgets import theme, what_if_look
 from workbench.analysis import recommend
 from workbench.report import palette
+from workbench.usecases.chart_names import DATA_OF, has_data
 
 PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and band: the speedup predicted for "
                   "every N up to the largest one run, T(N) / c(N), with its 95% interval. T(N) = 1 + the "
@@ -54,8 +55,6 @@ CHARTS = {
 WHAT_IF_CHARTS = ("breakeven",)
 # Charts whose x axis is a fraction, not whole numbers.
 FRACTION_X = ("breakeven",)
-# Which data set each chart draws (two charts share the efficiency rows).
-DATA_OF = {name: ("efficiency" if name == "mal" else name) for name in CHARTS}
 
 SHORT = {"math_word": "math words", "competition_math": "comp. math", "function_completion": "functions",
          "programming_task": "prog. tasks"}
@@ -74,15 +73,6 @@ EMPTY = {"per_position": "no speculative run with a per-position acceptance curv
 # Concurrencies are told apart by the line's dash, colours being the method's.
 DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
 LEGEND_ROW = 22  # pixels per legend entry
-
-
-def has_data(name: str, data: dict[str, list[dict]]) -> bool:
-    rows = data.get(DATA_OF[name]) or []
-    if name == "mal":
-        return any(r.get("mal") is not None for r in rows)
-    if name == "efficiency":
-        return any(r.get("efficiency") is not None for r in rows)
-    return bool(rows)
 
 
 class SideLegend(pg.LegendItem):

@@ -4,16 +4,10 @@ images, vLLM builds, GPU settings or attention backends, and on which fields."""
 from __future__ import annotations
 
 import html
-import json
 
 from PySide6.QtWidgets import QLabel
 
-from workbench.host import provenance
-
-
-def differing(rows: list[dict]) -> list[tuple[str, dict[str, list[int]]]]:
-    return provenance.differences({r["id"]: json.loads(r["provenance"]) if r.get("provenance") else None
-                                   for r in rows})
+from workbench.usecases.compare_view import provenance_differences
 
 
 class ProvenanceNote(QLabel):
@@ -28,7 +22,10 @@ class ProvenanceNote(QLabel):
         self.hide()
 
     def show_for(self, rows: list[dict]) -> None:
-        found = differing(rows)
+        self.show_differences(provenance_differences(rows))
+
+    def show_differences(self, found: list[tuple[str, dict[str, list[int]]]]) -> None:
+        """`found` as CompareView.provenance holds it: (label, {value: run ids}) per differing field."""
         self.fields = [label for label, _ in found]
         if not found:
             self.clear()

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
 from app.models.runs_model import RowsModel
 from app.widgets import charts as chartlib
 from workbench import report
-from workbench.analysis import breakeven
 from workbench.report import palette
+from workbench.usecases.compare_view import CompareView
 
 TITLE = "What-if (acceptance imposed)"
 NOTE = ("Served with dummy weights and an imposed per-position acceptance (acceptance imposed: {source}): these "
@@ -101,16 +101,17 @@ class WhatIfPanel(QGroupBox):
         layout.addWidget(split, 1)
         self.source = ""
 
-    def set_data(self, data: dict, sentences: list[str], caption: str) -> bool:
-        """Shows the what-if rows of `data` (app.exports.all_data); False, and hidden, without any."""
-        rows = data.get("what_if") or []
-        self.source = breakeven.source_text(rows) if rows else ""
+    def set_view(self, view: CompareView) -> bool:
+        """Shows the view's what-if rows; False, and hidden, without any."""
+        rows = view.data.get("what_if") or []
+        self.source = view.what_if_source if rows else ""
         self.setTitle(f"What-if (acceptance imposed: {self.source})" if rows else TITLE)
         self.note.setText(NOTE.format(source=self.source))
         self.model.set_rows(rows)
+        sentences = view.what_if_sentences
         # Escaped: the sentences say "c <= 64", which rich text would read as a tag.
         self.sentences.setText("<b>Where it pays</b>: " + html.escape("; ".join(sentences)) if sentences else "")
-        chartlib.draw(self.plot, "breakeven", data, caption)
+        chartlib.draw(self.plot, "breakeven", view.data, view.caption)
         chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
         self.setVisible(bool(rows))
         return bool(rows)

@@ -2,10 +2,10 @@
 
 The charts are drawn by pyqtgraph on Qt's offscreen platform, in the app package, which this core
 never imports (an import-linter contract). So the verbs are defined here, where `--help` lists
-them and their options are checked, and drawn by app.exports: handed in by `draftbench` (app.entry,
-which also serves the desktop bundle, where no `python -m` exists), or else run as the child
-process `python -m app.exports`, so Qt stays out of this one. Either way app.exports parses the
-same options and answers the same lines."""
+them and their options are parsed and checked, once, into one ExportOptions; it is drawn by
+app.exports: handed in by `draftbench` (app.entry, which also serves the desktop bundle, where no
+`python -m` exists), or else in the child process `python -m app.exports`, which gets the options
+as JSON, so Qt stays out of this one."""
 
 from __future__ import annotations
 
@@ -15,14 +15,17 @@ import sys
 from typing import Callable
 
 from workbench import paths
+from workbench.cli.common import CliError
+from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES, WHAT_IF_CHART_NAMES
+from workbench.usecases.export_options import FORMATS, ExportOptions
 
-# app.exports.main: takes the verb and its options as a command line, returns the exit status.
-Draw = Callable[[list[str]], int]
+__all__ = ["CHART_NAMES", "WHAT_IF_CHART_NAMES", "Draw", "add_arguments", "export", "options", "register"]
 
-CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", "concurrency", "by_category",
-               "by_prompt_length", "energy", "gpus")
-# Charts of what-if runs alone (acceptance imposed), apart from the measured ones above.
-WHAT_IF_CHART_NAMES = ("breakeven",)
+# app.exports.main: draws what the options ask for, returns the exit status.
+Draw = Callable[[ExportOptions], int]
+
+SIZE_PX = (16, 20000)   # the width and height a chart may be drawn at
+DPI = (30, 2400)
 
 
 def _ids(text: str) -> list[int]:
@@ -33,18 +36,17 @@ def _ids(text: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
-    """The options of `export` or `report`; the child that draws them parses the same ones."""
+    """The options of `export` or `report`."""
     parser.add_argument("--db", default=str(paths.default_db()))
     parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
     parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
     if verb == "export":
         parser.add_argument("--out", default="draftbench-export", help="folder to write into")
-        parser.add_argument("--format", default="png,svg,pdf,csv,json", help="any of png,svg,pdf,csv,json")
-        parser.add_argument("--chart", default="all",
-                            help=f"all, or any of {','.join(CHART_NAMES + WHAT_IF_CHART_NAMES)}")
-        parser.add_argument("--width", type=int, default=1200)
-        parser.add_argument("--height", type=int, default=800)
-        parser.add_argument("--dpi", type=int, default=150)
+        parser.add_argument("--format", default=",".join(ExportOptions.formats), help=f"any of {','.join(FORMATS)}")
+        parser.add_argument("--chart", default="all", help=f"all, or any of {','.join(ALL_CHARTS)}")
+        parser.add_argument("--width", type=int, default=ExportOptions.width)
+        parser.add_argument("--height", type=int, default=ExportOptions.height)
+        parser.add_argument("--dpi", type=int, default=ExportOptions.dpi)
     else:
         parser.add_argument("--out", default="draftbench-report.html", help="the HTML file to write")
         parser.add_argument("--title", default=None)
@@ -59,24 +61,32 @@ def register(sub) -> None:
     r.set_defaults(handler=export, verb="report")
 
 
-def child_argv(args: argparse.Namespace) -> list[str]:
-    """The parsed options written back as a command line for the child."""
-    argv = [args.verb, "--db", args.db, "--out", args.out]
-    if args.experiment is not None:
-        argv += ["--experiment", str(args.experiment)]
-    if args.runs:
-        argv += ["--runs", ",".join(map(str, args.runs))]
-    if args.verb == "export":
-        argv += ["--format", args.format, "--chart", args.chart, "--width", str(args.width),
-                 "--height", str(args.height), "--dpi", str(args.dpi)]
-    elif args.title is not None:
-        argv += ["--title", args.title]
-    return argv
+def options(args: argparse.Namespace) -> ExportOptions:
+    """The parsed arguments checked and typed; CliError, in one line, for a format, chart or size
+    that cannot be drawn."""
+    chosen = dict(verb=args.verb, db=str(args.db), out=str(args.out), experiment=args.experiment,
+                  runs=tuple(args.runs or ()))
+    if args.verb != "export":
+        return ExportOptions(**chosen, title=args.title)
+    formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise CliError(f"unknown format {bad[0]!r}; choose from {', '.join(FORMATS)}")
+    every = args.chart == "all"
+    charts = ALL_CHARTS if every else tuple(c.strip() for c in args.chart.split(","))
+    if any(c not in ALL_CHARTS for c in charts):
+        raise CliError(f"unknown chart; choose from all, {', '.join(ALL_CHARTS)}")
+    if not (SIZE_PX[0] <= args.width <= SIZE_PX[1] and SIZE_PX[0] <= args.height <= SIZE_PX[1]
+            and DPI[0] <= args.dpi <= DPI[1]):
+        raise CliError(f"width and height must be {SIZE_PX[0]}..{SIZE_PX[1]} pixels and dpi {DPI[0]}..{DPI[1]}")
+    return ExportOptions(**chosen, formats=formats, charts=charts, every_chart=every, width=args.width,
+                         height=args.height, dpi=args.dpi)
 
 
 def export(args) -> int:
+    chosen = options(args)
     draw: Draw | None = getattr(args, "draw", None)
     if draw is not None:
-        return draw(child_argv(args))
+        return draw(chosen)
     # Its messages and exit status are the child's own: one line and 2 for bad input, as here.
-    return subprocess.call([sys.executable, "-m", "app.exports", *child_argv(args)])
+    return subprocess.call([sys.executable, "-m", "app.exports", chosen.to_json()])

@@ -1,0 +1,148 @@
+"""What the Compare page, `draftbench export` and `draftbench report` show of a selection of runs,
+assembled once and without Qt: the answer (each with the command that serves it), the crossovers,
+the trust notes, the tables, every chart's data, the what-if section, where provenance differs and
+a tally of the runs. The page builds one on the app's worker whenever its selection changes and
+only renders it; the exports draw their files from one. `select` reads the runs of an experiment,
+or of a choice of runs, from a results file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench import store
+from workbench.analysis import answer, breakeven, compare, recommend
+from workbench.host import provenance
+from workbench.usecases import commands
+from workbench.usecases.chart_names import ALL_CHARTS, has_data
+from workbench.usecases.export_options import ExportError
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The runs compared, counted for the page's title line."""
+    experiments: tuple[int, ...]
+    runs: int
+    completed: int
+    partial: int
+    failed: int
+    what_if: int
+
+
+@dataclass(frozen=True)
+class CompareView:
+    rows: list[dict]                  # the runs compared, as stored
+    db_path: Path | None              # where they were read (per-request and GPU charts), None if unknown
+    include_partial: bool             # partial runs counted in every figure
+    caption: str                      # the run conditions in one line, "" without runs
+    data: dict[str, list[dict]]       # each chart's rows by data set (DATA_OF); "what_if": the what-if table
+    drawable: tuple[str, ...]         # the charts with data, in ALL_CHARTS order
+    answer: list[dict]                # each method's best configuration per target x workload x concurrency
+    serve_commands: dict[int, str]    # the exact command serving each answer row's run, by run id
+    crossovers: list[dict]            # where speculation stops paying
+    none_pays: list[str]              # why no method pays, where none does
+    trust: list[str]                  # what to know before trusting the measured speedups
+    speedups: list[dict]              # the measured best-N table (speedup_table files, the report)
+    measured_table: list[dict]        # every measured configuration (All figures)
+    what_if_table: list[dict]         # every what-if configuration, shown there only on request
+    what_if_configs: bool             # any what-if configuration, baselines included
+    what_if_export: list[dict]        # the what-if table as written to its own files, each row marked
+    what_if_sentences: list[str]      # where each what-if configuration pays, in words
+    what_if_source: str               # the imposed curves' sources, "?" where no what-if row names one
+    provenance: list[tuple[str, dict[str, list[int]]]]  # fields that differ: (label, {value: run ids})
+    tally: Tally
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The charts without data, in ALL_CHARTS order."""
+        return tuple(name for name in ALL_CHARTS if name not in self.drawable)
+
+
+def chart_data(rows: list[dict], cs: list[compare.Config], db_path: str | Path | None,
+               include_partial: bool = False) -> dict[str, list[dict]]:
+    """Every chart's data, per-request attribution and GPU power included when the database is
+    known; "what_if" holds the what-if table (workbench.analysis.breakeven.rows)."""
+    data = compare.chart_data(cs)
+    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": [],
+                 "breakeven": breakeven.chart_data(cs), "what_if": breakeven.rows(cs)})
+    if db_path is not None and Path(db_path).exists():
+        db = store.open_db(db_path, readonly=True)
+        try:
+            counted = compare.WITH_PARTIAL if include_partial else compare.COUNTED
+            done = [r["id"] for r in rows if r["status"] in counted]
+            # An imposed acceptance does not depend on the prompt: what-if runs say nothing per category.
+            data.update(compare.request_data(db, [r["id"] for r in rows if r["status"] in counted
+                                                  and not compare.is_what_if(r)]))
+            data.update(compare.gpu_data(db, done))
+        finally:
+            store.close(db)
+    return data
+
+
+def provenance_differences(rows: list[dict]) -> list[tuple[str, dict[str, list[int]]]]:
+    """The fields on which the runs' recorded provenance differs (runs without one left out)."""
+    return provenance.differences({r["id"]: json.loads(r["provenance"]) if r.get("provenance") else None
+                                   for r in rows})
+
+
+def tally(rows: list[dict]) -> Tally:
+    def count(status: str) -> int:
+        return sum(1 for r in rows if r["status"] == status)
+
+    return Tally(experiments=tuple(sorted({r["experiment_id"] for r in rows})), runs=len(rows),
+                 completed=count("completed"), partial=count("partial"), failed=count("failed"),
+                 what_if=sum(1 for r in rows if compare.is_what_if(r)))
+
+
+def build(rows: list[dict], db_path: str | Path | None = None, include_partial: bool = False) -> CompareView:
+    """The view of `rows`; reads the database at `db_path` (per-request and GPU figures) when it exists."""
+    cs = compare.configs(rows, include_partial)
+    data = chart_data(rows, cs, db_path, include_partial)
+    by_id = {r["id"]: r for r in rows}
+    table = answer.answer_rows(cs)
+    commands_of = {r["run"]: commands.serve_command(by_id[r["run"]]) for r in table}
+    for r in table:
+        r["command"] = commands_of[r["run"]]
+    what_if = data["what_if"]
+    return CompareView(
+        rows=rows, db_path=Path(db_path) if db_path is not None else None, include_partial=include_partial,
+        caption=answer.conditions(rows) if rows else "", data=data,
+        drawable=tuple(name for name in ALL_CHARTS if has_data(name, data)),
+        answer=table, serve_commands=commands_of, crossovers=answer.crossovers(cs),
+        none_pays=answer.none_pays(table), trust=answer.trust_notes(cs),
+        speedups=compare.speedup_table(cs), measured_table=compare.config_table(cs),
+        what_if_table=compare.config_table(cs, what_if=True), what_if_configs=any(c.what_if for c in cs),
+        what_if_export=[{"what_if": True, **r} for r in what_if],
+        what_if_sentences=breakeven.sentences(cs), what_if_source=breakeven.source_text(what_if),
+        provenance=provenance_differences(rows), tally=tally(rows))
+
+
+def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int] | None = None) -> list[dict]:
+    """The runs of `experiment` (the latest by default), or the chosen runs with the baselines of
+    their experiments; ExportError, in one line, when there are none or the file cannot be read."""
+    try:
+        db = store.open_db(db_path, readonly=True)
+    except store.StoreError as exc:
+        raise ExportError(str(exc)) from None
+    try:
+        if run_ids:
+            rows = [r for r in store.runs(db) if r["id"] in set(run_ids)]
+            missing = set(run_ids) - {r["id"] for r in rows}
+            if missing:
+                raise ExportError(f"no run {min(missing)} in the database")
+            # Speedups need the matching baselines even when only speculative runs were chosen.
+            experiments = {r["experiment_id"] for r in rows}
+            rows += [r for r in store.runs(db) if r["method"] == "baseline" and r["experiment_id"] in experiments
+                     and r["id"] not in set(run_ids)]
+            return rows
+        if experiment is None:
+            experiment = store.latest_experiment(db)
+            if experiment is None:
+                raise ExportError("the database holds no experiments yet")
+        rows = store.runs_of_experiment(db, experiment)
+        if not rows:
+            raise ExportError(f"no experiment {experiment} in the database")
+        return rows
+    finally:
+        store.close(db)
