@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from conftest import stored_runs
+from helpers.recorded import stored_runs
 from workbench.usecases import compare_view
 
 T2 = 4.303  # Student's t, two-sided 95%, two degrees of freedom

@@ -18,6 +18,7 @@ from workbench.analysis import answer, compare, lossless
 from workbench.cli import entry
 from workbench.load import grade, workloads
 from workbench.sweep import runner
+from workbench.usecases import compare_view
 
 SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
 PLAN = """
@@ -167,8 +168,10 @@ def test_a_server_whose_speculation_is_not_lossless_is_flagged(sweeps, qtbot, tm
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(broken, folder / "broken.sqlite")
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     assert flag in page.crossover.text() and f"run {spec['id']} (ngram N=2, c=1)" in page.crossover.text()
-    report = write_report(broken, tmp_path / "r.html", "lossless", folder / "broken.sqlite").read_text()
+    report = write_report(compare_view.build(broken, folder / "broken.sqlite"), tmp_path / "r.html",
+                          "lossless").read_text()
     assert flag in report.split("<h3>Before trusting these figures</h3>")[1].split("</ul>")[0]
     # draftbench show: the experiment's table and notes, and the run's own summary
     assert entry.main(["show", "--db", str(folder / "broken.sqlite")]) == 0
