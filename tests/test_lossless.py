@@ -124,7 +124,13 @@ def test_the_verdict_names_the_share_and_the_accuracy_drop():
     why = lossless.verdict(row)
     assert why.startswith("outputs differ from the baseline: this server's speculation is not lossless")
     assert "2/10 answers identical" in why and "6 answers right in the baseline are wrong here" in why
-    assert lossless.verdict({**row, "lossless_identical": 9, "lossless_turned_wrong": 1}) is None
+    assert lossless.verdict({**row, "lossless_identical": 9, "lossless_turned_wrong": 1, "lossless_prefix": 0.9}) is None
+    # Few identical answers that part late (bf16 rounding) are healthy; parting early is not.
+    healthy = {**row, "lossless_identical": 2, "lossless_prefix": 0.76, "lossless_turned_wrong": 0}
+    assert lossless.verdict(healthy) is None
+    assert "median common prefix 30%" in lossless.verdict({**healthy, "lossless_prefix": 0.3})
+    assert "1/10 answers identical" not in (lossless.verdict({**healthy, "lossless_identical": 1}) or "")
+    assert "0/10 answers identical" in lossless.verdict({**healthy, "lossless_identical": 0})
     assert lossless.verdict(_row(1, "baseline")) is None
 
 
