@@ -167,7 +167,11 @@ def test_sigkilled_runner_resumes_only_the_missing_runs(resumed):
     db = store.open_db(resumed.db_path, readonly=True)
     after = {r["method"]: r for r in store.runs(db)}
     assert after["ngram"]["status"] == "completed"
-    assert after["baseline"] == before["baseline"]
+    # Unchanged but for the lossless check, which the resumed sweep's end adds over all its runs.
+    checked = {"accuracy", "graded", "lossless_baseline", "lossless_compared", "lossless_identical",
+               "lossless_prefix", "lossless_turned_wrong", "lossless_turned_right"}
+    assert {k: v for k, v in after["baseline"].items() if k not in checked} == \
+           {k: v for k, v in before["baseline"].items() if k not in checked}
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     # The server of the killed runner did not outlive it: nothing listens on its port, and no
     # process (API server or engine core) is left from it.
