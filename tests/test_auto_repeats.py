@@ -58,7 +58,7 @@ def test_auto_repeats_read_from_a_plan_and_refused_with_relaunch():
 
 def _sweep(db_path: Path, vllm_install, monkeypatch, factors: str | None) -> list[dict]:
     monkeypatch.setattr(launch.vllm_cli, "argv",
-                        lambda python, args: [sys.executable, str(SCRIPT), *args, "--pace", "0.1"])
+                        lambda python, args: [sys.executable, str(SCRIPT), *args, "--pace", "0.03"])
     if factors:
         monkeypatch.setenv("STANDIN_PACE_FACTORS", factors)
         monkeypatch.setenv("STANDIN_PACE_BLOCK", "4")  # one factor per run of 4 requests
