@@ -15,7 +15,7 @@ from workbench import launch, plan
 from workbench.analysis import compare, repeats
 from workbench.sweep import runner
 
-SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
+from helpers.standin_sweep import SCRIPT  # noqa: E402
 PLAN = """
 name = "auto-repeats"
 [target]

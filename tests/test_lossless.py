@@ -20,7 +20,7 @@ from workbench.load import grade, workloads
 from workbench.sweep import runner
 from workbench.usecases import compare_view
 
-SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
+from helpers.standin_sweep import SCRIPT  # noqa: E402
 PLAN = """
 name = "lossless"
 [target]

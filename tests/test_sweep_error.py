@@ -9,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from helpers.recorded import ROOT
 from workbench import events, launch, plan, store
 from workbench.usecases import sweeps
 
-SCRIPT = Path(__file__).parent / "helpers" / "standins" / "vllm_server.py"
+from helpers.standin_sweep import SCRIPT  # noqa: E402
 PLAN = """
 name = "refused"
 [target]
