@@ -159,8 +159,8 @@ def test_one_colour_per_method_and_n_everywhere(qtbot, demo_db, tmp_path):
         # Live
         live.show_run(demo_db, r["id"])
         live.redraw()
-        assert chartcheck.series_colour(live.bars) == colour
-        assert live.tps_curve.opts["pen"].color().name() == colour
+        assert chartcheck.series_colour(live.charts.bars) == colour
+        assert live.charts.tps_curve.opts["pen"].color().name() == colour
         # The report: its answer table's chip and its charts
         assert f"background:{colour}" in text
         assert colour in per_position_svg, series

@@ -61,9 +61,9 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
     qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,
                     timeout=480000)
     qtbot.wait(200)
-    heights = live.bars.opts["height"]
+    heights = live.charts.bars.opts["height"]
     assert len(heights) == 2 and heights[0] >= heights[1] and heights[0] > 0
-    x, y = live.tps_curve.getData()
+    x, y = live.charts.tps_curve.getData()
     assert len(x) >= 3 and np.nanmax(y) > 0
     assert "ngram N=2" in live.title.text()
     assert second.live.progress.maximum() == 2
@@ -114,7 +114,7 @@ def test_headless_database_shows_the_same_figures_as_show(qtbot, recorded_db, tm
     draft_run = next(run for run, row in table.items() if row["method"] == "draft_model" and row["n"] == "3")
     w.open_run(draft_run)
     qtbot.waitUntil(lambda: len(w.live.positions) == 3, timeout=5000)
-    assert len(w.live.faint_items) == 7
+    assert len(w.live.charts.faint_items) == 7
     assert w.live.positions == pytest.approx([float(v) for v in table[draft_run]["per_position"].split()], abs=5e-4)
 
 

@@ -45,9 +45,9 @@ def test_drawing_slows_to_once_a_second_during_a_measurement_window_and_says_so(
     assert "1 Hz" in live.pace_note.text() and "5 %" in live.pace_note.text()
     # One read a second, drawn in the same tick: no draw timer of its own.
     assert live.poll_timer.interval() == 1000 and not live.draw_timer.isActive()
-    live.stale = set(live_charts.CHARTS)
+    live.charts.stale = set(live_charts.CHARTS)
     live._poll_tick()
-    assert not live.stale  # rows that came in since the last tick, drawn at once
+    assert not live.charts.stale  # rows that came in since the last tick, drawn at once
     live.on_event(events.RunFinished(run=NGRAM_RUN, label="ngram N=4", output_tok_s=1.0, mal=2.0,
                                      acceptance_rate=0.5))
     assert not live.pace.measuring and not live.pace_note.isVisible()
@@ -69,12 +69,12 @@ def test_a_hidden_page_neither_reads_nor_draws_and_catches_up_when_shown(live, d
     real = live.feed.poll
     monkeypatch.setattr(live.feed, "poll", lambda: reads.append(1) or real())
     live.hide()
-    live.stale = {"throughput"}
+    live.charts.stale = {"throughput"}
     live._poll_tick()
     live.draw_some(every=True)
-    assert reads == [] and live.stale == {"throughput"}
+    assert reads == [] and live.charts.stale == {"throughput"}
     live.show()
-    assert reads and not live.stale
+    assert reads and not live.charts.stale
 
 
 def test_one_chart_is_drawn_per_tick_between_runs_each_in_turn(live, demo_db):
@@ -82,42 +82,43 @@ def test_one_chart_is_drawn_per_tick_between_runs_each_in_turn(live, demo_db):
     drawn = []
     for _ in range(len(live_charts.CHARTS)):
         # Rows for every chart come faster than the ticks: each is still drawn in its turn.
-        live.stale = set(live_charts.CHARTS)
+        live.charts.stale = set(live_charts.CHARTS)
         live.draw_some(every=False)
-        drawn += [name for name in live_charts.CHARTS if name not in live.stale]
+        drawn += [name for name in live_charts.CHARTS if name not in live.charts.stale]
     assert sorted(drawn) == sorted(live_charts.CHARTS)
 
 
 def test_no_bare_axes_before_any_data_says_why_instead(live, demo_db):
-    for name, state in live.states.items():
+    for name, state in live.charts.states.items():
         assert state.shown == live_charts.NO_RUN, name
         assert state.text.isVisible() and not _axes_shown(state.plot), name
     live.show_run(demo_db, _pending_run(demo_db))
     for name in ("acceptance", "throughput", "latency"):
-        assert live.states[name].shown == live_charts.WAITING, name
-        assert not _axes_shown(live.states[name].plot)
+        assert live.charts.states[name].shown == live_charts.WAITING, name
+        assert not _axes_shown(live.charts.states[name].plot)
     # The per-position chart has the sweep's earlier runs to show meanwhile, faintly, on its axes.
-    assert live.states["positions"].shown is None and live.faint_items and live.faint_caption.isVisible()
+    charts = live.charts
+    assert charts.states["positions"].shown is None and charts.faint_items and charts.faint_caption.isVisible()
 
 
 def test_a_baseline_run_says_it_has_no_acceptance(live, demo_db):
     live.show_run(demo_db, BASELINE_RUN)
     for name in ("positions", "acceptance"):
-        state = live.states[name]
+        state = live.charts.states[name]
         assert state.shown == live_charts.BASELINE == "A baseline drafts nothing: no acceptance to show"
         assert state.text.isVisible() and "baseline drafts nothing" in state.text.textItem.toPlainText()
         assert not _axes_shown(state.plot)
-    assert not any(item.isVisible() for item in live.faint_items) and not live.faint_caption.isVisible()
+    assert not any(item.isVisible() for item in live.charts.faint_items) and not live.charts.faint_caption.isVisible()
     # Its throughput and latency are drawn as for any run.
-    assert live.states["throughput"].shown is None and _axes_shown(live.tps_plot)
+    assert live.charts.states["throughput"].shown is None and _axes_shown(live.charts.tps_plot)
     live.show_run(demo_db, NGRAM_RUN)
-    assert live.states["acceptance"].shown is None and _axes_shown(live.acc_plot)
+    assert live.charts.states["acceptance"].shown is None and _axes_shown(live.charts.acc_plot)
 
 
 def test_the_next_server_starts_from_fresh_ranges(live, demo_db):
     live.follow(demo_db)
     live.show_run(demo_db, NGRAM_RUN)
-    vb = live.tps_plot.getPlotItem().getViewBox()
+    vb = live.charts.tps_plot.getPlotItem().getViewBox()
     t = live.samples.column(0)
     (left, right), _ = vb.viewRange()
     assert left <= t.min() and t.max() <= right
@@ -125,13 +126,13 @@ def test_the_next_server_starts_from_fresh_ranges(live, demo_db):
     vb.setXRange(500, 600, padding=0)
     vb.setYRange(1000, 2000, padding=0)
     vb.sigRangeChangedManually.emit([True, True])
-    assert not live.states["throughput"].following
+    assert not live.charts.states["throughput"].following
     live.on_event(events.ServerStarting(run=_pending_run(demo_db), command="vllm serve ...", kind="local",
                                         index=3, servers=5))
-    assert live.states["throughput"].shown == live_charts.WAITING
+    assert live.charts.states["throughput"].shown == live_charts.WAITING
     # Its first run's data, drawn over a range of its own: neither the zoom nor the last run's.
     live.show_run(demo_db, OTHER_NGRAM_RUN)
-    state = live.states["throughput"]
+    state = live.charts.states["throughput"]
     assert state.following and vb.autoRangeEnabled()[1]
     (left, right), (bottom, top) = vb.viewRange()
     t, tps = live.samples.column(0), live.samples.column(3)
@@ -141,8 +142,8 @@ def test_the_next_server_starts_from_fresh_ranges(live, demo_db):
 
 def test_faint_bars_of_earlier_runs_are_named(live, demo_db):
     live.show_run(demo_db, NGRAM_RUN)
-    assert live.faint_items and live.faint_caption.isVisible()
-    text = live.faint_caption.text
+    assert live.charts.faint_items and live.charts.faint_caption.isVisible()
+    text = live.charts.faint_caption.text
     assert "Faint bars: earlier runs of this sweep" in text and "ngram N=2" in text and "draft_model N=1" in text
     assert palette.colour("ngram", 2) in text  # each named in its own colour
 
@@ -165,9 +166,9 @@ def test_the_mal_legend_swatch_is_drawn_in_the_line_colour(live, demo_db, qtbot)
     qtbot.wait(200)  # painted in the first run's colour
     live.show_run(demo_db, DRAFT_RUN)  # then the next run's: the swatch follows the pen
     qtbot.wait(200)
-    pen = live.mal_curve.opts["pen"].color().name()
+    pen = live.charts.mal_curve.opts["pen"].color().name()
     assert pen == palette.colour("draft_model", 1) != palette.colour("ngram", 4)
-    shown = _swatch_pixels(live, live.acc_plot, "MAL")
+    shown = _swatch_pixels(live, live.charts.acc_plot, "MAL")
     assert pen in shown and palette.colour("ngram", 4) not in shown
 
 

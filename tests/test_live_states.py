@@ -19,7 +19,7 @@ def test_starting_the_next_server_clears_the_last_run(live, demo_db):
     live.on_event(events.RunStarted(run=3, label="ngram N=2", index=3, total=10))
     live.poll()
     live.redraw()
-    assert len(live.bars.opts["height"]) == 2 and live.samples.n > 0
+    assert len(live.charts.bars.opts["height"]) == 2 and live.samples.n > 0
     # The next server's first run, registered and not started: no figures yet.
     db = store.open_db(demo_db)
     again = {k: v for k, v in store.run(db, 5).items() if k != "id"}
@@ -30,8 +30,8 @@ def test_starting_the_next_server_clears_the_last_run(live, demo_db):
     live.redraw()
     assert "starting server 3 of 5" in live.title.text() and "starting server 3 of 5" in live.eta.text()
     assert f"Run {pending}" in live.title.text() and "ngram N=4" in live.title.text()
-    assert len(live.bars.opts["height"]) == 0
-    x, _ = live.tps_curve.getData()
+    assert len(live.charts.bars.opts["height"]) == 0
+    x, _ = live.charts.tps_curve.getData()
     assert x is None or len(x) == 0
     assert not live.flag.isVisible()
 
@@ -56,16 +56,17 @@ def test_no_gpu_panels_on_a_host_without_gpus(live, demo_db):
     live.set_host_gpus(("none", []))
     live.show_run(demo_db, 3)
     live.redraw()
-    assert not live.power_plot.isVisible() and live.no_gpu.isVisible() and live.no_gpu.text() == NO_GPU
+    charts = live.charts
+    assert not charts.power_plot.isVisible() and charts.no_gpu.isVisible() and charts.no_gpu.text() == NO_GPU
     # Host CPU readings are still drawn.
-    assert {name for (_, name) in live.telemetry_curves} == {"host CPU"}
+    assert {name for (_, name) in live.charts.telemetry_curves} == {"host CPU"}
     # A run recorded on GPUs elsewhere still shows its GPU panels.
     gpu_db = copy_db(GPU_DB, demo_db.parent / "gpu.sqlite")
     store.open_db(gpu_db).conn.close()
     live.show_run(gpu_db, 3)
     live.redraw()
-    assert live.power_plot.isVisible() and not live.no_gpu.isVisible()
-    x, y = live.telemetry_curves[("power", "GPU 0")].getData()
+    assert live.charts.power_plot.isVisible() and not live.charts.no_gpu.isVisible()
+    x, y = live.charts.telemetry_curves[("power", "GPU 0")].getData()
     assert len(x) > 10 and np.nanmax(y) > 50
 
 

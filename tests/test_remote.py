@@ -399,7 +399,7 @@ def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_pa
     qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,
                     timeout=1200000)
     qtbot.wait(500)
-    x, y = live.tps_curve.getData()
+    x, y = live.charts.tps_curve.getData()
     assert len(x) >= 3 and np.nanmax(y) > 0
     assert "ngram N=2" in live.title.text()
     qtbot.mouseClick(live.stop_button, Qt.LeftButton)

@@ -52,12 +52,12 @@ def test_live_page_draws_each_gpu_and_the_sum(qtbot):
     qtbot.addWidget(page)
     page.show_run(DB, 3)
     page.poll()
-    page.dirty = True
+    page.charts.dirty = True
     page.redraw()
-    names = {name for (kind, name) in page.telemetry_curves if kind == "power"}
+    names = {name for (kind, name) in page.charts.telemetry_curves if kind == "power"}
     assert names == {"GPU 0", "GPU 1", "all GPUs"}
-    assert {name for (kind, name) in page.telemetry_curves if kind == "util"} == {"GPU 0", "GPU 1", "host CPU"}
-    x, y = page.telemetry_curves[("power", "all GPUs")].getData()
-    x0, y0 = page.telemetry_curves[("power", "GPU 0")].getData()
-    x1, y1 = page.telemetry_curves[("power", "GPU 1")].getData()
+    assert {name for (kind, name) in page.charts.telemetry_curves if kind == "util"} == {"GPU 0", "GPU 1", "host CPU"}
+    x, y = page.charts.telemetry_curves[("power", "all GPUs")].getData()
+    x0, y0 = page.charts.telemetry_curves[("power", "GPU 0")].getData()
+    x1, y1 = page.charts.telemetry_curves[("power", "GPU 1")].getData()
     assert len(y) == len(y0) == len(y1) > 30 and abs(y[-1] - (y0[-1] + y1[-1])) < 1e-9

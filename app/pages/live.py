@@ -1,6 +1,8 @@
 """The Live page: a run's acceptance, throughput and latency drawn from the database as it grows.
 
-Its charts are `app.pages.live_charts`; how often it reads and draws, `app.pages.live_pace`."""
+The page reads the run into its buffers and decides when to draw; its charts are a
+`app.pages.live_charts.LiveCharts` it owns, handed those buffers at each draw. How often it reads
+and draws, `app.pages.live_pace`."""
 
 from __future__ import annotations
 
@@ -11,32 +13,29 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
-    QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+    QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
 from app.models.dbpoll import RunFeed
 from app.pages import live_pace
-from app.pages.live_charts import TIPS, LiveCharts, Series
+from app.pages.live_charts import NO_GPU, TIPS, LiveCharts, LiveData, Series
 from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
 from workbench import events
 from workbench.analysis import compare
 from workbench.sweep.eta import SweepClock
 
-NO_GPU = ("No GPU on this host: GPU power and utilisation are not measured (host CPU utilisation is "
-          "drawn below).")
-
 __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
 
 
-class LivePage(LiveCharts, QWidget):
+class LivePage(QWidget):
     stop_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.db_path: Path | None = None
         self.feed: RunFeed | None = None
-        self.dirty = False
+        self.run_row: dict | None = None  # the run's row as last read
         self.samples = Series(4)   # t, mal, acceptance rate, output tok/s
         self.requests = Series(3)  # idx, ttft ms, itl ms
         self.positions: list[float] = []
@@ -67,8 +66,6 @@ class LivePage(LiveCharts, QWidget):
                                "`draftbench show RUN` lists them)")
         self.alarms.setVisible(False)
         self.alarm_lines: list[str] = []
-        self.no_gpu = QLabel(NO_GPU)
-        self.no_gpu.setVisible(False)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m runs")
         self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
@@ -89,7 +86,7 @@ class LivePage(LiveCharts, QWidget):
 
         self.telemetry: list[tuple] = []
         self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
-        self._build_charts()
+        self.charts = LiveCharts()
         self.pace = live_pace.Pace()
         self.pace_note = QLabel(live_pace.NOTE)
         self.pace_note.setStyleSheet("color: #666666; font-size: 8pt")
@@ -105,23 +102,16 @@ class LivePage(LiveCharts, QWidget):
         top.addWidget(self.pace_note)
         top.addWidget(self.eta)
         top.addWidget(self.stop_button)
-        self.grid = grid = QGridLayout()
-        grid.addWidget(self.pos_plot, 0, 0)
-        grid.addWidget(self.acc_plot, 0, 1)
-        grid.addWidget(self.tps_plot, 1, 0)
-        grid.addWidget(self.lat_plot, 1, 1)
-        grid.addWidget(self.power_plot, 2, 0)
-        grid.addWidget(self.util_plot, 2, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.flag)
         layout.addWidget(self.warned)
         layout.addWidget(self.alarms)
         layout.addLayout(top)
-        layout.addWidget(self.no_gpu)
+        layout.addWidget(self.charts.no_gpu)
         layout.addWidget(self.adaptive)
         layout.addWidget(self.slots)
-        layout.addLayout(grid, 4)
+        layout.addLayout(self.charts.grid, 4)
         layout.addWidget(QLabel("Server log"))
         layout.addWidget(self.log, 1)
 
@@ -143,15 +133,31 @@ class LivePage(LiveCharts, QWidget):
         self.telemetry = []
         self.gpu_readings = False
         self.run_row = None
-        self._reset_charts()
+        self.charts.reset()
         self.log.clear()
         self.flag.setVisible(False)
         self.warned.setVisible(False)
-        self._draw_siblings()
+        self.charts.show_siblings(self.feed.siblings())
         self.poll()
         # Drawn at once: nothing of the previous run stays up until the next draw.
         self.redraw()
         self.poll_timer.start()
+
+    # --- drawing ------------------------------------------------------------------------------
+    def _data(self) -> LiveData:
+        """What the charts draw: the buffers as read so far, and the run's row."""
+        return LiveData(self.samples, self.requests, self.positions, self.telemetry, self.run_row,
+                        self.host_has_gpus or self.gpu_readings)
+
+    def redraw(self) -> None:
+        """Every chart whose data changed, now (visible or not)."""
+        self.charts.redraw(self._data())
+
+    def draw_some(self, every: bool) -> None:
+        """From the draw timer: nothing while the page is hidden (it catches up when shown); else
+        every stale chart, or only the first, so that one event-loop pass paints one chart."""
+        if self.isVisible():
+            self.charts.draw_some(self._data(), every)
 
     def _poll_tick(self) -> None:
         """From the poll timer: a hidden page reads nothing (it catches up when shown); during a
@@ -175,29 +181,29 @@ class LivePage(LiveCharts, QWidget):
         # Each chart is redrawn only when its own rows came.
         if new["samples"]:
             self.samples.extend(np.array(new["samples"], dtype=float))
-            self.stale.update(("acceptance", "throughput"))
+            self.charts.stale.update(("acceptance", "throughput"))
         if new["positions"]:
             last_t = new["positions"][-1][0]
             self.positions = [a or 0.0 for t, _, a in new["positions"] if t == last_t]
-            self.stale.add("positions")
+            self.charts.stale.add("positions")
         if new["requests"]:
             rows = np.array(new["requests"], dtype=float)
             rows[:, 0] += 1
             self.requests.extend(rows)
-            self.stale.add("latency")
+            self.charts.stale.add("latency")
         if new.get("telemetry"):
             self.telemetry.extend(new["telemetry"])
             self.gpu_readings = self.gpu_readings or any(r[1] == "gpu" for r in new["telemetry"])
-            self.stale.add("telemetry")
+            self.charts.stale.add("telemetry")
         if new["logs"]:
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
         if row:
             before = self.run_row or {}
             if (row["status"], row["method"]) != (before.get("status"), before.get("method")):
-                self.dirty = True  # an empty chart says why by the run's method and state
+                self.charts.dirty = True  # an empty chart says why by the run's method and state
             self.run_row = row
-            self._colour(row)
+            self.charts.colour(row)
             self._flag(row)
             n = "" if row["n"] is None else f" N={row['n']}"
             figures = ""
@@ -242,7 +248,7 @@ class LivePage(LiveCharts, QWidget):
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
         gives way to one line, unless the run shown carries GPU readings (recorded elsewhere)."""
         self.host_has_gpus = found[0] != "none" or bool(found[1])
-        self._gpu_panels()
+        self.charts.gpu_panels(self.host_has_gpus or self.gpu_readings)
 
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: events.Event) -> None:

@@ -1,19 +1,22 @@
 """The Live page's charts: built once, redrawn only where their data changed, and saying in words
 why a chart is empty instead of showing bare 0-1 axes.
 
-A mixin of `app.pages.live.LivePage`: it draws from the page's buffers (samples, requests,
-positions, telemetry) and the run row it last read (`run_row`).
+`LiveCharts` is an object the Live page owns: the plots, the grid they sit in and the line that
+stands in for the GPU panels on a host without GPUs. Each draw is handed what it draws (a
+`LiveData` of the page's buffers and the run's row), so the charts read nothing the page sets and
+every input of a chart is named where the page calls it.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QGridLayout, QLabel
 
 from app.widgets import fast_grid, theme
 from app.widgets.charts import right_axis_curve, side_legend
@@ -40,14 +43,14 @@ TIPS = {
 }
 # What each redraw covers: a chart (telemetry: both the power and the utilisation panel).
 CHARTS = ("positions", "acceptance", "throughput", "latency", "telemetry")
-DRAWS = {"positions": ("pos_plot",), "acceptance": ("acc_plot",), "throughput": ("tps_plot",),
-         "latency": ("lat_plot",), "telemetry": ("power_plot", "util_plot")}
 NO_RUN = "No run shown yet"
 WAITING = "No data yet: this chart fills once the run's measurement window starts"
 NOTHING = "No data was recorded for this run"
 BASELINE = "A baseline drafts nothing: no acceptance to show"
 FINAL = ("completed", "partial", "failed", "cancelled")
 FAINT_NAMED = 4  # earlier configurations named in the caption under the per-position bars
+NO_GPU = ("No GPU on this host: GPU power and utilisation are not measured (host CPU utilisation is "
+          "drawn below).")
 
 
 class Series:
@@ -76,6 +79,19 @@ class Series:
         self.n = 0
 
 
+@dataclass(frozen=True)
+class LiveData:
+    """What the charts draw of the run shown, as the page has read it so far. Made for each draw
+    from the page's buffers, not copied: a Series grows in place between two draws."""
+
+    samples: Series         # t, mal, acceptance rate, output tok/s
+    requests: Series        # idx, ttft ms, itl ms
+    positions: list[float]  # the latest per-position acceptance
+    telemetry: list[tuple]  # (t, source, ...) readings, as the feed gives them
+    row: dict | None        # the run's row as last read; None before the first read
+    gpus: bool              # the GPU panels show: the host has GPUs, or the run carries GPU readings
+
+
 def _plot(title: str, left: str, bottom: str, tip: str) -> pg.PlotWidget:
     w = theme.plot(title, left, bottom, tip)
     fast_grid.add(w)
@@ -102,12 +118,14 @@ def _cache_text(w: pg.PlotWidget) -> None:
 
 
 class LiveCharts:
-    """The charts half of the Live page."""
+    """The Live page's charts in their grid, and which of them need drawing again. The page lays
+    out `grid` and `no_gpu`, marks charts stale as rows come, and hands each draw its `LiveData`."""
 
-    def _build_charts(self) -> None:
+    def __init__(self) -> None:
         self.stale: set[str] = set(CHARTS)
-        self.run_row: dict | None = None
         self._colour_key: tuple | None = None
+        self._gpu_shown: bool | None = None
+        self._last_drawn = -1
 
         self.pos_plot = _plot("Per-position acceptance", "acceptance (0–1)", "draft position", TIPS["positions"])
         integer_ticks(self.pos_plot)
@@ -119,7 +137,8 @@ class LiveCharts:
         self.faint_caption = pg.LabelItem("", size="8pt", color="#666666", justify="left")
         pi.layout.addItem(self.faint_caption, 4, 0, 1, 4)
 
-        self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)", TIPS["acceptance"])
+        self.acc_plot = _plot("MAL and acceptance rate", "MAL (tokens / step)", "time in window (s)",
+                              TIPS["acceptance"])
         side_legend(self.acc_plot)
         self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(palette.BASELINE, width=2))
         self.rate_view, self.rate_curve = right_axis_curve(
@@ -150,6 +169,23 @@ class LiveCharts:
         for state in self.states.values():
             state.reset_range()
             state.set_empty(NO_RUN)
+        # What each redraw covers (telemetry: both the power and the utilisation panel).
+        self._draws = {"positions": (self._draw_positions, (self.pos_plot,)),
+                       "acceptance": (self._draw_acceptance, (self.acc_plot,)),
+                       "throughput": (self._draw_throughput, (self.tps_plot,)),
+                       "latency": (self._draw_latency, (self.lat_plot,)),
+                       "telemetry": (self._draw_telemetry, (self.power_plot, self.util_plot))}
+
+        # The line said instead of the GPU panels; the page places it above its slots.
+        self.no_gpu = QLabel(NO_GPU)
+        self.no_gpu.setVisible(False)
+        self.grid = QGridLayout()
+        self.grid.addWidget(self.pos_plot, 0, 0)
+        self.grid.addWidget(self.acc_plot, 0, 1)
+        self.grid.addWidget(self.tps_plot, 1, 0)
+        self.grid.addWidget(self.lat_plot, 1, 1)
+        self.grid.addWidget(self.power_plot, 2, 0)
+        self.grid.addWidget(self.util_plot, 2, 1)
 
     # --- what needs drawing ---------------------------------------------------------------------
     @property
@@ -160,7 +196,7 @@ class LiveCharts:
     def dirty(self, value: bool) -> None:
         self.stale = set(CHARTS) if value else set()
 
-    def _reset_charts(self) -> None:
+    def reset(self) -> None:
         """A new run: the last one's data, ranges and zoom go; every chart is drawn again."""
         for (kind, _), curve in self.telemetry_curves.items():
             (self.power_plot if kind == "power" else self.util_plot).removeItem(curve)
@@ -173,91 +209,92 @@ class LiveCharts:
         self.rate_view.setYRange(0, 1.05, padding=0)
         self.dirty = True
 
-    def redraw(self) -> None:
-        """Every chart whose data changed, now (visible or not)."""
+    def redraw(self, data: LiveData) -> None:
+        """Every chart whose data changed, now."""
         for name in CHARTS:
             if name in self.stale:
-                self._draw(name)
+                self._draw(name, data)
 
-    def draw_some(self, every: bool) -> None:
-        """From the draw timer: nothing while the page is hidden (it catches up when shown); else
-        every stale chart, or only the first, so that one event-loop pass paints one chart."""
-        if not self.isVisible():
-            return
+    def draw_some(self, data: LiveData, every: bool) -> None:
+        """Every stale chart, or only the first, so that one event-loop pass paints one chart."""
         # In turn from the chart after the last one drawn, so none waits behind a busier one.
-        start = getattr(self, "_last_drawn", -1) + 1
+        start = self._last_drawn + 1
         for k in range(len(CHARTS)):
             i = (start + k) % len(CHARTS)
             if CHARTS[i] in self.stale:
-                self._draw(CHARTS[i])
+                self._draw(CHARTS[i], data)
                 self._last_drawn = i
                 if not every:
                     return
 
-    def _draw(self, name: str) -> None:
+    def _draw(self, name: str, data: LiveData) -> None:
         self.stale.discard(name)
-        getattr(self, f"_draw_{name}")()
+        draw, plots = self._draws[name]
+        draw(data)
         # The new range now, not while painting: a range changed there repaints the chart twice.
-        for plot in (getattr(self, attr) for attr in DRAWS[name]):
+        for plot in plots:
             for vb in (plot.getPlotItem().getViewBox(), *([self.rate_view] if plot is self.acc_plot else [])):
                 vb.updateAutoRange()
                 vb.updateMatrix()
 
-    def _why_empty(self, baseline_too: bool = False) -> str:
-        row = self.run_row
+    @staticmethod
+    def _why_empty(row: dict | None, baseline_too: bool = False) -> str:
         if row is None:
             return NO_RUN
         if baseline_too and row.get("method") == "baseline":
             return BASELINE
         return NOTHING if row.get("status") in FINAL else WAITING
 
-    def _baseline(self) -> bool:
-        return bool(self.run_row) and self.run_row.get("method") == "baseline"
+    @staticmethod
+    def _baseline(row: dict | None) -> bool:
+        return row is not None and row.get("method") == "baseline"
 
     # --- each chart -----------------------------------------------------------------------------
-    def _draw_positions(self) -> None:
-        baseline = self._baseline()
-        self.bars.setOpts(x=np.arange(1, len(self.positions) + 1), height=self.positions)
+    def _draw_positions(self, data: LiveData) -> None:
+        baseline = self._baseline(data.row)
+        self.bars.setOpts(x=np.arange(1, len(data.positions) + 1), height=data.positions)
         for item in self.faint_items:
             item.setVisible(not baseline)
         self.faint_caption.setVisible(not baseline and bool(self.faint_items))
-        shown = not baseline and bool(self.positions or self.faint_items)
-        self._show("positions", shown, np.empty(0), baseline_too=True)  # x auto-ranged over the bars
+        shown = not baseline and bool(data.positions or self.faint_items)
+        self._show("positions", shown, np.empty(0), data.row, baseline_too=True)  # x auto-ranged over the bars
 
-    def _draw_acceptance(self) -> None:
-        t = self.samples.column(0)
-        mal, rate = self.samples.column(1), self.samples.column(2)
+    def _draw_acceptance(self, data: LiveData) -> None:
+        t = data.samples.column(0)
+        mal, rate = data.samples.column(1), data.samples.column(2)
         self.mal_curve.setData(t, mal, connect="finite")
         self.rate_curve.setData(t, rate, connect="finite")
-        shown = not self._baseline() and bool(np.isfinite(mal).any() or np.isfinite(rate).any())
-        self._show("acceptance", shown, t, baseline_too=True)
+        shown = not self._baseline(data.row) and bool(np.isfinite(mal).any() or np.isfinite(rate).any())
+        self._show("acceptance", shown, t, data.row, baseline_too=True)
 
-    def _draw_throughput(self) -> None:
-        t, tps = self.samples.column(0), self.samples.column(3)
+    def _draw_throughput(self, data: LiveData) -> None:
+        t, tps = data.samples.column(0), data.samples.column(3)
         self.tps_curve.setData(t, tps, connect="finite")
-        self._show("throughput", bool(np.isfinite(tps).any()), t)
+        self._show("throughput", bool(np.isfinite(tps).any()), t, data.row)
 
-    def _draw_latency(self) -> None:
-        idx = self.requests.column(0)
-        self.ttft_scatter.setData(idx, self.requests.column(1))
-        self.itl_scatter.setData(idx, self.requests.column(2))
-        self._show("latency", self.requests.n > 0, idx, whole=True)
+    def _draw_latency(self, data: LiveData) -> None:
+        idx = data.requests.column(0)
+        self.ttft_scatter.setData(idx, data.requests.column(1))
+        self.itl_scatter.setData(idx, data.requests.column(2))
+        self._show("latency", data.requests.n > 0, idx, data.row, whole=True)
 
-    def _show(self, name: str, shown: bool, x: np.ndarray, baseline_too: bool = False, whole: bool = False) -> None:
-        """The chart with its data over x, or its empty state saying why; x grows in steps while
-        the run streams and fits the data once it is over."""
+    def _show(self, name: str, shown: bool, x: np.ndarray, row: dict | None, baseline_too: bool = False,
+              whole: bool = False) -> None:
+        """The chart with its data over x, or its empty state saying why (by the run's row); x grows
+        in steps while the run streams and fits the data once it is over."""
         state = self.states[name]
-        state.set_empty(None if shown else self._why_empty(baseline_too))
+        state.set_empty(None if shown else self._why_empty(row, baseline_too))
         if shown and len(x):
             # Requests finish out of order: their numbers are not sorted.
-            growing = not (self.run_row and self.run_row.get("status") in FINAL)
+            growing = not (row and row.get("status") in FINAL)
             state.follow_x(float(np.min(x)), float(np.max(x)), whole, growing)
 
-    def _draw_telemetry(self) -> None:
-        self._gpu_panels()
-        if self.telemetry:
-            t0 = self.telemetry[0][0]
-            for i, (name, s) in enumerate(telemetry.series(self.telemetry).items()):
+    def _draw_telemetry(self, data: LiveData) -> None:
+        self.gpu_panels(data.gpus)
+        readings = data.telemetry
+        if readings:
+            t0 = readings[0][0]
+            for i, (name, s) in enumerate(telemetry.series(readings).items()):
                 t = np.asarray(s["t"]) - t0
                 for kind, plot, values in (("power", self.power_plot, s["power"]),
                                            ("util", self.util_plot, s["util"])):
@@ -271,16 +308,18 @@ class LiveCharts:
                                                                   style=Qt.DashLine if dashed else Qt.SolidLine))
                         self.telemetry_curves[(kind, name)] = curve
                     curve.setData(t, np.asarray(values, float), connect="finite")
-        span = np.array([0.0, self.telemetry[-1][0] - self.telemetry[0][0]]) if self.telemetry else np.empty(0)
+        span = np.array([0.0, readings[-1][0] - readings[0][0]]) if readings else np.empty(0)
         for kind in ("power", "util"):
-            self._show(kind, any(k == kind for k, _ in self.telemetry_curves), span)
+            self._show(kind, any(k == kind for k, _ in self.telemetry_curves), span, data.row)
 
-    def _draw_siblings(self) -> None:
+    def show_siblings(self, rows: list[dict]) -> None:
+        """The sweep's earlier completed runs (their rows), drawn faintly behind the bars and named
+        in their colours under them."""
         for item in self.faint_items:
             self.pos_plot.removeItem(item)
         self.faint_items = []
         named: dict[str, str] = {}
-        for row in self.feed.siblings() if self.feed else []:
+        for row in rows:
             values = json.loads(row["per_position"])
             colour = palette.colour(row["method"], row["n"])
             faint = pg.mkColor(colour)
@@ -298,7 +337,7 @@ class LiveCharts:
         self.faint_caption.setVisible(bool(named))
         self.stale.add("positions")
 
-    def _colour(self, row: dict) -> None:
+    def colour(self, row: dict) -> None:
         """The run's (method, N) colour, as in Compare, the report and the exports: set once per
         run (a new pen repaints its chart), the legend's swatches repainted with it."""
         key = (row["method"], row["n"])
@@ -313,9 +352,10 @@ class LiveCharts:
         for sample, _ in self.acc_plot.getPlotItem().legend.items:
             sample.update()
 
-    def _gpu_panels(self) -> None:
-        show = self.host_has_gpus or self.gpu_readings
-        if show == getattr(self, "_gpu_shown", None):
+    def gpu_panels(self, show: bool) -> None:
+        """The GPU power panel, or in its place the no-GPU line with the utilisation panel taking
+        the power panel's row (host CPU only)."""
+        if show == self._gpu_shown:
             return
         self._gpu_shown = show
         self.power_plot.setVisible(show)
