@@ -10,8 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import (QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox,
-                               QTabWidget)
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
 
 from app import menus
 from app.exports import ExportError, select
@@ -25,7 +24,8 @@ from app.pages.models_page import ModelsPage
 from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
-from workbench import __version__, events, paths, plan, remote, store
+from app.remote_run import RemoteRun
+from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
 
 DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
@@ -59,7 +59,6 @@ class MainWindow(QMainWindow):
         # Not found until the probe answers, so nothing can start against an unknown vLLM.
         self.vllm = engine.VllmInstall(engine.default_python(), "?", None, None, None, None, None)
         self.probing = True
-        self._checking_remote = False
         self.sweep: Sweep | None = None
         self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
 
@@ -86,6 +85,7 @@ class MainWindow(QMainWindow):
         worker.run(gpus.detect, self.live, self.live.set_host_gpus)
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
+        self.remote_run = RemoteRun(self, self.experiment)
         menus.build(self)
 
         last_plan = self.settings.value("plan/last")
@@ -237,34 +237,7 @@ class MainWindow(QMainWindow):
 
     # --- the sweep ---------------------------------------------------------------------------------------
     def run_remote(self) -> None:
-        """Asks which host (a saved one, or [user@]host[:port] with ~/.ssh/config's settings),
-        checks it (off the GUI thread: SSH may take a while to answer, or to give up), then runs
-        the plan there."""
-        if self._checking_remote:
-            return
-        saved = sorted(p.stem for p in remote.remotes_dir().glob("*.toml")) if remote.remotes_dir().is_dir() else []
-        spec, ok = QInputDialog.getItem(self, "Run on remote host",
-                                        "Host (saved with `draftbench remote save`, or [user@]host[:port]):",
-                                        saved, 0, True)
-        if not ok or not spec.strip():
-            return
-        spec = spec.strip()
-        self._checking_remote = True
-        self.statusBar().showMessage(f"Checking {spec}…")
-        worker.run(lambda: remote.check(remote.RemoteHost.parse(spec), timeout=60), self,
-                   lambda info: self._remote_checked(spec, info), self._remote_failed)
-
-    def _remote_checked(self, spec: str, info: dict) -> None:
-        self._checking_remote = False
-        gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
-        self.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}", 10000)
-        self.experiment.request_run(remote=spec)
-
-    def _remote_failed(self, exc: BaseException) -> None:
-        # A RemoteError says what went wrong in one line; anything else is named by its type.
-        self._checking_remote = False
-        self.statusBar().clearMessage()
-        QMessageBox.warning(self, "Run on remote host", str(exc) or type(exc).__name__)
+        self.remote_run.ask()
 
     def start_sweep(self, p: plan.Plan, text: str) -> None:
         if self.sweep is not None:
