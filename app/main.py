@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
                 # A plan file changed or damaged since the last session: the demo plan stays.
                 self.statusBar().showMessage(str(exc), 10000)
         self.opening: Path | None = None  # a results file being opened and checked
+        self._latest = 0  # asks for the latest experiment (show_latest): only the newest one's answer is shown
         self.set_database(self.db_path)
         self.engine_label = QLabel("checking vLLM…")
         self.statusBar().addPermanentWidget(self.engine_label)
@@ -192,14 +193,32 @@ class MainWindow(QMainWindow):
     def refresh_history(self) -> None:
         self.history.load(self.db_path)
 
-    def show_latest(self) -> None:
-        """The latest experiment on the Compare page, so what was just run is there without a detour."""
-        try:
-            rows = select(self.db_path) if self.db_path.exists() else []
-            self.compare.set_runs(rows, self.db_path)
-        except (ExportError, store.StoreError) as exc:  # a file damaged since: said, never raised
-            self.compare.set_runs([], None)
-            self.statusBar().showMessage(f"Results database unusable: {exc}")
+    def show_latest(self, from_live: bool = False) -> None:
+        """The latest experiment on the Compare page, so what was just run is there without a detour;
+        read off the GUI thread. Only the newest ask is shown: an older read answering last is
+        dropped. `from_live` (a sweep's end): the Live page turns to Compare once the runs are in."""
+        self._latest += 1
+        asked, db_path = self._latest, self.db_path
+        worker.run(lambda: _latest_runs(db_path), self, lambda rows: self._latest_read(asked, db_path, rows, from_live),
+                   lambda exc: self._latest_failed(asked, exc))
+
+    def _latest_read(self, asked: int, db_path: Path, rows: list[dict], from_live: bool) -> None:
+        if asked != self._latest:
+            return
+        self.compare.set_runs(rows, db_path)
+        if from_live and rows and self.tabs.currentWidget() is self.live:
+            self.tabs.setCurrentWidget(self.compare)
+
+    def _latest_failed(self, asked: int, exc: BaseException) -> None:
+        if asked != self._latest:
+            return
+        if not isinstance(exc, (ExportError, store.StoreError, store.DatabaseError)):
+            sys.excepthook(type(exc), exc, exc.__traceback__)  # a fault of the app's own, which its hook reports
+            return
+        # A file damaged (or locked) since it was opened: said, never raised.
+        self.compare.set_runs([], None)
+        reason = store.explain(exc) if isinstance(exc, store.DatabaseError) else str(exc)
+        self.statusBar().showMessage(f"Results database unusable: {reason}")
 
     def load_demo(self, path: Path) -> None:
         self.experiment.set_document(_read_plan_doc(path))
@@ -207,6 +226,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.experiment)
 
     def compare_runs(self, rows: list[dict]) -> None:
+        self._latest += 1  # chosen in History: a latest experiment still being read is not shown over it
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
 
@@ -279,9 +299,7 @@ class MainWindow(QMainWindow):
             sweep.close_row(self.db_path)
         self.experiment.set_running(False)
         self.refresh_history()
-        self.show_latest()
-        if self.tabs.currentWidget() is self.live and self.compare.rows:
-            self.tabs.setCurrentWidget(self.compare)
+        self.show_latest(from_live=True)
         failure = sweep.failure() if sweep else None
         if failure:
             QMessageBox.warning(self, "Sweep", failure)
@@ -342,6 +360,11 @@ def _check_database(path: Path) -> None:
         store.check_integrity(db, path)
     finally:
         store.close(db)
+
+
+def _latest_runs(path: Path) -> list[dict]:
+    """On a worker's thread: the runs of the file's latest experiment, none before the file exists."""
+    return select(path) if path.exists() else []
 
 
 def _read_plan_doc(path: Path) -> dict:
