@@ -5,10 +5,12 @@ import sys
 from workbench import cli
 
 
-def _gui(db: str | None, smoke_test: bool = False) -> int:
+def _gui(db: str | None, smoke_test: bool = False, debug: bool = False) -> int:
     # Qt is imported only here, so `--version`, `--info` and the headless commands never load it.
+    from app.jobs import child
     from app.main import main as gui_main
 
+    child.debug = debug  # the app started with --debug: so is every `draftbench` it starts
     return gui_main(db, smoke_test)
 
 

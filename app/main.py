@@ -10,8 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import (QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox,
-                               QTabWidget)
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
 
 from app import menus
 from app.exports import ExportError, select
@@ -25,7 +24,8 @@ from app.pages.models_page import ModelsPage
 from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
-from workbench import __version__, events, paths, plan, remote, store
+from app.remote_run import RemoteRun
+from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
 
 DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
@@ -59,7 +59,6 @@ class MainWindow(QMainWindow):
         # Not found until the probe answers, so nothing can start against an unknown vLLM.
         self.vllm = engine.VllmInstall(engine.default_python(), "?", None, None, None, None, None)
         self.probing = True
-        self._checking_remote = False
         self.sweep: Sweep | None = None
         self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
 
@@ -86,6 +85,7 @@ class MainWindow(QMainWindow):
         worker.run(gpus.detect, self.live, self.live.set_host_gpus)
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
+        self.remote_run = RemoteRun(self, self.experiment)
         menus.build(self)
 
         last_plan = self.settings.value("plan/last")
@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
                 # A plan file changed or damaged since the last session: the demo plan stays.
                 self.statusBar().showMessage(str(exc), 10000)
         self.opening: Path | None = None  # a results file being opened and checked
+        self._latest = 0  # asks for the latest experiment (show_latest): only the newest one's answer is shown
         self.set_database(self.db_path)
         self.engine_label = QLabel("checking vLLM…")
         self.statusBar().addPermanentWidget(self.engine_label)
@@ -192,14 +193,32 @@ class MainWindow(QMainWindow):
     def refresh_history(self) -> None:
         self.history.load(self.db_path)
 
-    def show_latest(self) -> None:
-        """The latest experiment on the Compare page, so what was just run is there without a detour."""
-        try:
-            rows = select(self.db_path) if self.db_path.exists() else []
-            self.compare.set_runs(rows, self.db_path)
-        except (ExportError, store.StoreError) as exc:  # a file damaged since: said, never raised
-            self.compare.set_runs([], None)
-            self.statusBar().showMessage(f"Results database unusable: {exc}")
+    def show_latest(self, from_live: bool = False) -> None:
+        """The latest experiment on the Compare page, so what was just run is there without a detour;
+        read off the GUI thread. Only the newest ask is shown: an older read answering last is
+        dropped. `from_live` (a sweep's end): the Live page turns to Compare once the runs are in."""
+        self._latest += 1
+        asked, db_path = self._latest, self.db_path
+        worker.run(lambda: _latest_runs(db_path), self, lambda rows: self._latest_read(asked, db_path, rows, from_live),
+                   lambda exc: self._latest_failed(asked, exc))
+
+    def _latest_read(self, asked: int, db_path: Path, rows: list[dict], from_live: bool) -> None:
+        if asked != self._latest:
+            return
+        self.compare.set_runs(rows, db_path)
+        if from_live and rows and self.tabs.currentWidget() is self.live:
+            self.tabs.setCurrentWidget(self.compare)
+
+    def _latest_failed(self, asked: int, exc: BaseException) -> None:
+        if asked != self._latest:
+            return
+        if not isinstance(exc, (ExportError, store.StoreError, store.DatabaseError)):
+            sys.excepthook(type(exc), exc, exc.__traceback__)  # a fault of the app's own, which its hook reports
+            return
+        # A file damaged (or locked) since it was opened: said, never raised.
+        self.compare.set_runs([], None)
+        reason = store.explain(exc) if isinstance(exc, store.DatabaseError) else str(exc)
+        self.statusBar().showMessage(f"Results database unusable: {reason}")
 
     def load_demo(self, path: Path) -> None:
         self.experiment.set_document(_read_plan_doc(path))
@@ -207,6 +226,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.experiment)
 
     def compare_runs(self, rows: list[dict]) -> None:
+        self._latest += 1  # chosen in History: a latest experiment still being read is not shown over it
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
 
@@ -237,34 +257,7 @@ class MainWindow(QMainWindow):
 
     # --- the sweep ---------------------------------------------------------------------------------------
     def run_remote(self) -> None:
-        """Asks which host (a saved one, or [user@]host[:port] with ~/.ssh/config's settings),
-        checks it (off the GUI thread: SSH may take a while to answer, or to give up), then runs
-        the plan there."""
-        if self._checking_remote:
-            return
-        saved = sorted(p.stem for p in remote.remotes_dir().glob("*.toml")) if remote.remotes_dir().is_dir() else []
-        spec, ok = QInputDialog.getItem(self, "Run on remote host",
-                                        "Host (saved with `draftbench remote save`, or [user@]host[:port]):",
-                                        saved, 0, True)
-        if not ok or not spec.strip():
-            return
-        spec = spec.strip()
-        self._checking_remote = True
-        self.statusBar().showMessage(f"Checking {spec}…")
-        worker.run(lambda: remote.check(remote.RemoteHost.parse(spec), timeout=60), self,
-                   lambda info: self._remote_checked(spec, info), self._remote_failed)
-
-    def _remote_checked(self, spec: str, info: dict) -> None:
-        self._checking_remote = False
-        gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
-        self.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}", 10000)
-        self.experiment.request_run(remote=spec)
-
-    def _remote_failed(self, exc: BaseException) -> None:
-        # A RemoteError says what went wrong in one line; anything else is named by its type.
-        self._checking_remote = False
-        self.statusBar().clearMessage()
-        QMessageBox.warning(self, "Run on remote host", str(exc) or type(exc).__name__)
+        self.remote_run.ask()
 
     def start_sweep(self, p: plan.Plan, text: str) -> None:
         if self.sweep is not None:
@@ -306,9 +299,7 @@ class MainWindow(QMainWindow):
             sweep.close_row(self.db_path)
         self.experiment.set_running(False)
         self.refresh_history()
-        self.show_latest()
-        if self.tabs.currentWidget() is self.live and self.compare.rows:
-            self.tabs.setCurrentWidget(self.compare)
+        self.show_latest(from_live=True)
         failure = sweep.failure() if sweep else None
         if failure:
             QMessageBox.warning(self, "Sweep", failure)
@@ -369,6 +360,11 @@ def _check_database(path: Path) -> None:
         store.check_integrity(db, path)
     finally:
         store.close(db)
+
+
+def _latest_runs(path: Path) -> list[dict]:
+    """On a worker's thread: the runs of the file's latest experiment, none before the file exists."""
+    return select(path) if path.exists() else []
 
 
 def _read_plan_doc(path: Path) -> dict:

@@ -82,9 +82,9 @@ def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare")
 
     w = MainWindow(db)
     w.show()
-    # An existing database is opened (and checked) off the GUI thread: Compare fills once it is,
-    # and its view is built.
-    wait(app, lambda: w.isVisible() and w.opening is None and not w.compare.building, 60)
+    # An existing database is opened (and checked) off the GUI thread: Compare fills once it is and
+    # its latest experiment is read, and its view is built.
+    wait(app, lambda: w.isVisible() and w.opening is None and bool(w.compare.rows) and not w.compare.building, 60)
     compare_at_both_sizes(app, w, stem)
     if stem == "screenshot-compare":
         report_shot(w.compare.rows, db, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
@@ -100,7 +100,7 @@ def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
     w.show()
     wait(app, lambda: w.isVisible() and w.opening is None, 60)
     rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r["status"] == "completed"]
-    w.compare.set_runs(rows, db)
+    w.compare_runs(rows)  # as History does: the latest experiment, still being read, is not shown over them
     wait(app, lambda: not w.compare.building, 60)
     w.tabs.setCurrentWidget(w.compare)
     w.resize(1920, 1080)

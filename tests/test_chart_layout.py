@@ -55,8 +55,9 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
-    # The file is checked, and then its runs' view built, off the GUI thread.
-    qtbot.waitUntil(lambda: window.opening is None and not window.compare.building, timeout=20000)
+    # The file is checked, its latest experiment read, and then its runs' view built, off the GUI thread.
+    qtbot.waitUntil(lambda: window.opening is None and bool(window.compare.rows) and not window.compare.building,
+                    timeout=20000)
     window.tabs.setCurrentWidget(window.compare)
     page = window.compare
     # The database's latest experiment is on Compare without going through History.

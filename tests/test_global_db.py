@@ -93,7 +93,7 @@ def test_every_verbs_own_default_stays_and_nested_verbs_take_it_too(db):
 
 def test_the_desktop_app_opens_the_database_named_before_or_without_gui(db):
     opened = []
-    gui = lambda path, smoke: opened.append(path) or 0  # noqa: E731
+    gui = lambda path, smoke, debug: opened.append(path) or 0  # noqa: E731
     assert cli.main(["--db", str(db)], gui=gui) == 0
     assert cli.main(["--db", str(db), "gui"], gui=gui) == 0
     assert cli.main(["gui", "--db", str(db)], gui=gui) == 0

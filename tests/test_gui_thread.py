@@ -2,7 +2,7 @@
 answering within 100 ms, and the call's answer lands once it returns.
 
 Each path is driven through the real widget (the Run button, opening a results file, a sweep's run
-event, the Models page's Refresh and Delete); the blocking call itself is replaced by one that waits
+event, a sweep's end, the Models page's Refresh and Delete); the blocking call itself is replaced by one that waits
 up to 5 s on a gate. The event loop is timed while the call is held: a 5 ms timer's ticks, and the
 trigger's own return, may never be more than 100 ms apart. A call made on the GUI thread would leave
 a gap of seconds. The gate is opened once the loop has been timed, so each path costs about 1.5 s.
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
+from app import main
 from app.jobs import worker
 from app.main import MainWindow
 from app.pages.compare_page import ComparePage
@@ -161,7 +162,8 @@ def test_opening_a_results_file_checks_it_off_the_gui_thread(qtbot, tmp_path, re
 
     answers_while_held(qtbot, held, lambda: w.set_database(db),
                        lambda: w.db_path == db and w.history.model.rowCount() == expected)
-    assert w.experiment.db_path == db and w.compare.rows
+    assert w.experiment.db_path == db
+    qtbot.waitUntil(lambda: bool(w.compare.rows), timeout=10000)  # its latest experiment, read off the GUI thread too
 
 
 def test_history_reads_runs_on_run_events_off_the_gui_thread(qtbot, tmp_path, recorded_db, vllm_install,
@@ -184,6 +186,53 @@ def test_history_reads_runs_on_run_events_off_the_gui_thread(qtbot, tmp_path, re
     held.threads.clear()
     qtbot.wait(2500)
     assert held.threads == []
+
+
+def test_a_sweeps_end_reads_the_latest_experiment_off_the_gui_thread(qtbot, tmp_path, recorded_db, vllm_install,
+                                                                     monkeypatch):
+    db = tmp_path / "results.sqlite"
+    w = _window(qtbot, db, vllm_install)  # no file yet: Compare starts empty
+    qtbot.waitUntil(lambda: worker.active() == 0 and not w.compare.building, timeout=10000)
+    shutil.copy(recorded_db, db)  # what the sweep's runner wrote
+    latest = store.latest_experiment(store.open_db(db, readonly=True))
+    held = Held(main.select)
+    monkeypatch.setattr(main, "select", held)
+    w.tabs.setCurrentWidget(w.live)
+
+    answers_while_held(qtbot, held, w._sweep_ended, lambda: bool(w.compare.rows))
+    assert {r["experiment_id"] for r in w.compare.rows} == {latest} and w.compare.db_path == db
+    assert w.tabs.currentWidget() is w.compare  # from Live to what was just run, once it is read
+
+
+def test_a_latest_experiment_read_last_is_not_shown_over_a_newer_choice(qtbot, tmp_path, recorded_db, vllm_install,
+                                                                        monkeypatch):
+    db = tmp_path / "recorded.sqlite"
+    shutil.copy(recorded_db, db)
+    w = _window(qtbot, db, vllm_install)
+    qtbot.waitUntil(lambda: bool(w.compare.rows), timeout=10000)
+    chosen = w.compare.rows[:2]
+    slow = Held(main.select)
+    monkeypatch.setattr(main, "select", slow)
+    w.show_latest()
+    qtbot.waitUntil(slow.entered.is_set, timeout=5000)
+    w.compare_runs(chosen)  # chosen in History meanwhile
+    slow.gate.set()
+    assert worker.wait(10000)
+    qtbot.wait(200)  # the older answer is handed over, and dropped
+    assert w.compare.rows is chosen
+
+    # Two asks for the latest experiment: the newer one's answer stands, whichever comes last.
+    older = Held(lambda path: [])
+    monkeypatch.setattr(main, "select", older)
+    w.show_latest()
+    qtbot.waitUntil(older.entered.is_set, timeout=5000)
+    monkeypatch.setattr(main, "select", slow.then)
+    w.show_latest()
+    qtbot.waitUntil(lambda: w.compare.rows is not chosen, timeout=10000)
+    older.gate.set()
+    assert worker.wait(10000)
+    qtbot.wait(200)
+    assert len(w.compare.rows) > len(chosen)
 
 
 def test_compare_builds_its_view_off_the_gui_thread(qtbot, recorded_db, monkeypatch):

@@ -31,7 +31,11 @@ def test_a_truncated_results_file_disables_run_and_says_why(qtbot, tmp_path, rec
     assert not page.run_button.isEnabled()
     assert "not a usable Draftbench database" in page.status.text()
     assert warned and "not a usable Draftbench database" in warned[0]
-    window.show_latest()  # what a sweep's end does: said in the status bar, never raised
+    window.statusBar().clearMessage()
+    window.show_latest()  # what a sweep's end does, off the GUI thread: said in the status bar, never raised
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Results database unusable: "),
+                    timeout=10000)
+    assert "not a usable Draftbench database" in window.statusBar().currentMessage() and window.compare.rows == []
     page.request_run()
     assert window.sweep is None
     assert hashlib.sha256(bad.read_bytes()).hexdigest() == digest

@@ -18,11 +18,18 @@ from workbench import events
 from workbench.host import process
 
 
+# True in an app started as `draftbench --debug` (set by app.entry): its children are started with
+# --debug too, so a sweep's runner or a training run that fails keeps its traceback in a file
+# (workbench.cli.failure), named in the last line of its stderr.
+debug = False
+
+
 def draftbench_argv(*args: str) -> tuple[str, list[str]]:
     """The `draftbench` command line for a child process of the app."""
     # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
     prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
-    return sys.executable, [*prefix, *args]
+    # --debug before the verb, where the command line takes it.
+    return sys.executable, [*prefix, *(["--debug"] if debug else []), *args]
 
 
 class Child(QObject):

@@ -1,9 +1,10 @@
 """Blocking calls run off the GUI thread: asking the vLLM environment what it has, detecting GPUs,
 checking a remote host over SSH, the preflight, opening and checking a results database, reading
-History's runs, the Hub's searches, downloads and cache scans and deletes. Each can take seconds
-(or a minute, on a busy or far machine); the window stays responsive and gets the answer (and a
-download its progress) as a callback on the GUI thread. This is the app's one mechanism for them:
-child processes (sweeps, training) are followed by their own timers, which only read a file."""
+History's runs and the latest experiment Compare opens on, the Hub's searches, downloads and cache
+scans and deletes. Each can take seconds (or a minute, on a busy or far machine); the window stays
+responsive and gets the answer (and a download its progress) as a callback on the GUI thread. This
+is the app's one mechanism for them: child processes (sweeps, training) are followed by their own
+timers, which only read a file."""
 
 from __future__ import annotations
 

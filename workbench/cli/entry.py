@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--info", action="store_true", help="print versions and paths (same as `doctor`) and exit")
     p.add_argument("--debug", action="store_true",
                    help="on an error, keep the full traceback in a file under the data directory's "
-                        "logs folder and name that file")
+                        "logs folder and name that file (the desktop app passes it on to the sweeps "
+                        "and training runs it starts)")
     # Its own dest, since a verb's parser would overwrite `db` with its default; absent from the
     # namespace unless given.
     p.add_argument("--db", dest="global_db", metavar="FILE", default=argparse.SUPPRESS,
@@ -78,9 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] | None = None,
+def main(argv: list[str] | None = None, gui: Callable[[str | None, bool, bool], int] | None = None,
          draw: export.Draw | None = None) -> int:
-    """`gui` opens the desktop app and `draw` writes the charts of `export` and `report`; both are
+    """`gui(db, smoke_test, debug)` opens the desktop app (with `debug`, the `draftbench` children
+    it starts get --debug too) and `draw` writes the charts of `export` and `report`; both are
     handed in by the app package, so this core never imports Qt (without `gui` the headless
     commands still work, and without `draw` the charts are drawn by a child process)."""
     args = _parser().parse_args(argv)
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool], int] |
         if args.command in (None, "gui"):
             if gui is None:
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
-            return gui(getattr(args, "db", None), getattr(args, "smoke_test", False))
+            return gui(getattr(args, "db", None), getattr(args, "smoke_test", False), args.debug)
         return args.handler(args)
     except (Exception, KeyboardInterrupt) as exc:
         return failure.report(exc, sys.argv[1:] if argv is None else argv, args.debug)
