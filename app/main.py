@@ -27,6 +27,7 @@ from app.pages.train_page import TrainPage
 from app.remote_run import RemoteRun
 from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
+from workbench.usecases.export_options import NoExperiments
 
 DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
 MAX_RECENT = 8
@@ -364,7 +365,10 @@ def _check_database(path: Path) -> None:
 
 def _latest_runs(path: Path) -> list[dict]:
     """On a worker's thread: the runs of the file's latest experiment, none before the file exists."""
-    return select(path) if path.exists() else []
+    try:
+        return select(path) if path.exists() else []
+    except NoExperiments:  # a new, empty results file: nothing to show yet, nothing wrong
+        return []
 
 
 def _read_plan_doc(path: Path) -> dict:

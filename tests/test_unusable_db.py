@@ -66,3 +66,22 @@ def plan_text() -> str:
 def plan_doc() -> dict:
     import tomllib
     return tomllib.loads(plan_text())
+
+
+def test_a_new_empty_results_file_is_no_fault(qtbot, tmp_path, vllm_install, monkeypatch):
+    """A file with the schema and no experiment yet (a first start): Compare is empty and the status
+    bar names the file; it is not called unusable."""
+    from app.main import MainWindow
+    from app.pages.compare_page import ComparePage
+    from workbench import store
+
+    path = tmp_path / "results.sqlite"
+    store.open_db(path).conn.close()
+    shown: list[list] = []
+    real = ComparePage.set_runs
+    monkeypatch.setattr(ComparePage, "set_runs", lambda self, rows, db: (shown.append(rows), real(self, rows, db)))
+    window = MainWindow(path, vllm_install)
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: bool(shown), timeout=10000)
+    assert shown[-1] == [] and window.compare.rows == []
+    assert window.statusBar().currentMessage() == f"Results database: {path}"

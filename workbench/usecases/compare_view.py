@@ -16,7 +16,7 @@ from workbench.analysis import answer, breakeven, compare, recommend
 from workbench.host import provenance
 from workbench.usecases import commands
 from workbench.usecases.chart_names import ALL_CHARTS, has_data
-from workbench.usecases.export_options import ExportError
+from workbench.usecases.export_options import ExportError, NoExperiments
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int
         if experiment is None:
             experiment = store.latest_experiment(db)
             if experiment is None:
-                raise ExportError("the database holds no experiments yet")
+                raise NoExperiments("the database holds no experiments yet")
         rows = store.runs_of_experiment(db, experiment)
         if not rows:
             raise ExportError(f"no experiment {experiment} in the database")

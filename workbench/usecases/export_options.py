@@ -19,6 +19,10 @@ class ExportError(DraftbenchError):
     """A selection or option that cannot be exported, in one line."""
 
 
+class NoExperiments(ExportError):
+    """A results file with nothing in it yet: an error for `export`, a normal start for the app."""
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     """The defaults are the command line's own."""
