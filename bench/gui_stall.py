@@ -106,7 +106,7 @@ def main() -> None:
         # What each draw-timer tick does: the chart(s) with new rows set to their data (the
         # paint that follows is in the event-loop gaps).
         t = time.perf_counter()
-        was_dirty = page.dirty
+        was_dirty = page.charts.dirty
         original(every)
         if was_dirty:
             redraws.append((time.perf_counter() - t) * 1000)

@@ -22,10 +22,10 @@ def main() -> int:
     page = LivePage()
     page.show_run(db, run_id)
     page.poll()
-    page.dirty = True
+    page.charts.dirty = True
     page.redraw()
-    chart_export.export_png(page.power_plot, f"{prefix}-power.png", 1000, 500)
-    chart_export.export_png(page.util_plot, f"{prefix}-util.png", 1000, 500)
+    chart_export.export_png(page.charts.power_plot, f"{prefix}-power.png", 1000, 500)
+    chart_export.export_png(page.charts.util_plot, f"{prefix}-util.png", 1000, 500)
     print(f"{prefix}-power.png {prefix}-util.png")
     return 0
 
