@@ -56,6 +56,9 @@ def test_auto_repeats_read_from_a_plan_and_refused_with_relaunch():
         plan.loads(PLAN + "[sweep]\nrelaunch = true\n")
 
 
+NOISY_CV = 0.3  # the paced stand-in's windows vary ×1, ×3, ×0.4, ×2: far above this
+
+
 def _sweep(db_path: Path, vllm_install, monkeypatch, factors: str | None) -> list[dict]:
     monkeypatch.setattr(launch.vllm_cli, "argv",
                         lambda python, args: [sys.executable, str(SCRIPT), *args, "--pace", "0.03"])
@@ -70,7 +73,8 @@ def _sweep(db_path: Path, vllm_install, monkeypatch, factors: str | None) -> lis
     return sorted(stored_runs(db_path), key=lambda row: row["repeat"])
 
 
-def test_a_quiet_server_stops_early_and_a_noisy_one_at_the_maximum(demo_models, vllm_install, tmp_path, monkeypatch):
+# Two tests, not one: each sweep takes about 20 s, and apart they run on two workers at once.
+def test_a_quiet_server_stops_early(demo_models, vllm_install, tmp_path, monkeypatch):
     quiet = _sweep(tmp_path / "quiet.sqlite", vllm_install, monkeypatch, None)
     done = [r for r in quiet if r["status"] == "completed"]
     assert 2 <= len(done) < 4, [(r["repeat"], r["status"], r["output_tok_s"]) for r in quiet]
@@ -79,12 +83,14 @@ def test_a_quiet_server_stops_early_and_a_noisy_one_at_the_maximum(demo_models, 
     # A resumed sweep leaves the skipped repeats alone.
     assert runner.Runner(plan.loads(PLAN), str(tmp_path / "quiet.sqlite"), vllm_install,
                          emit=lambda e: None).register(plan.loads(PLAN)) == []
+    quiet_cv = compare.configs(quiet)[0].tok_s.cv
+    assert quiet_cv is not None and quiet_cv < NOISY_CV
 
+
+def test_a_noisy_server_repeats_to_the_maximum(demo_models, vllm_install, tmp_path, monkeypatch):
     noisy = _sweep(tmp_path / "noisy.sqlite", vllm_install, monkeypatch, "1,3,0.4,2")
     assert [r["status"] for r in noisy] == ["completed"] * 4
     tok_s = [r["output_tok_s"] for r in noisy]
     assert max(tok_s) / min(tok_s) > 2  # the factors did reach the windows
     (config,) = compare.configs(noisy)
-    assert config.tok_s.n == 4 and config.tok_s.cv > 0.3
-    quiet_cv = compare.configs(quiet)[0].tok_s.cv
-    assert quiet_cv is not None and quiet_cv < config.tok_s.cv
+    assert config.tok_s.n == 4 and config.tok_s.cv > NOISY_CV
