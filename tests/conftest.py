@@ -38,6 +38,7 @@ def _markexpr(config) -> str:
 # predate the `build` marker.
 FAST_TIER = {"not vllm and not build", "not vllm"}
 SLOW_TIER = {"vllm or build", "vllm"}
+FAST_TIMEOUT_S = 300
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -131,6 +132,11 @@ def pytest_collection_modifyitems(config, items):
             if fixture in getattr(item, "fixturenames", ()) and module not in modules:
                 raise pytest.UsageError(f"{module} uses {fixture}: add it to its set in SHARED in tests/conftest.py, "
                                         "or its servers start twice under two workers")
+    # A fast-tier test takes under a minute even on a loaded machine: one stuck at 300 s is a hang,
+    # failed with every thread's stack (pytest-timeout) instead of holding the run to pyproject's 900 s.
+    for item in items:
+        if not _slow(item) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
     # Longest groups first; the order inside a module is kept, as sort is stable.
     items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if _slow(it) else 0)
 
