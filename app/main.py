@@ -98,7 +98,7 @@ class MainWindow(QMainWindow):
                 # A plan file changed or damaged since the last session: the demo plan stays.
                 self.statusBar().showMessage(str(exc), 10000)
         self.opening: Path | None = None  # a results file being opened and checked
-        self._latest = 0  # asks for the latest experiment (show_latest): only the newest one's answer is shown
+        self._latest = worker.Latest()  # reads of the latest experiment (show_latest): only the newest is shown
         self.set_database(self.db_path)
         self.engine_label = QLabel("checking vLLM…")
         self.statusBar().addPermanentWidget(self.engine_label)
@@ -198,21 +198,16 @@ class MainWindow(QMainWindow):
         """The latest experiment on the Compare page, so what was just run is there without a detour;
         read off the GUI thread. Only the newest ask is shown: an older read answering last is
         dropped. `from_live` (a sweep's end): the Live page turns to Compare once the runs are in."""
-        self._latest += 1
-        asked, db_path = self._latest, self.db_path
-        worker.run(lambda: _latest_runs(db_path), self, lambda rows: self._latest_read(asked, db_path, rows, from_live),
-                   lambda exc: self._latest_failed(asked, exc))
+        db_path = self.db_path
+        self._latest.run(lambda: _latest_runs(db_path), self, lambda rows: self._latest_read(db_path, rows, from_live),
+                         self._latest_failed)
 
-    def _latest_read(self, asked: int, db_path: Path, rows: list[dict], from_live: bool) -> None:
-        if asked != self._latest:
-            return
+    def _latest_read(self, db_path: Path, rows: list[dict], from_live: bool) -> None:
         self.compare.set_runs(rows, db_path)
         if from_live and rows and self.tabs.currentWidget() is self.live:
             self.tabs.setCurrentWidget(self.compare)
 
-    def _latest_failed(self, asked: int, exc: BaseException) -> None:
-        if asked != self._latest:
-            return
+    def _latest_failed(self, exc: BaseException) -> None:
         if not isinstance(exc, (ExportError, store.StoreError, store.DatabaseError)):
             sys.excepthook(type(exc), exc, exc.__traceback__)  # a fault of the app's own, which its hook reports
             return
@@ -227,7 +222,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.experiment)
 
     def compare_runs(self, rows: list[dict]) -> None:
-        self._latest += 1  # chosen in History: a latest experiment still being read is not shown over it
+        self._latest.drop()  # chosen in History: a latest experiment still being read is not shown over it
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
 

@@ -144,3 +144,22 @@ def wait(timeout_ms: int = 30000) -> bool:
     for thread in running:
         thread.join(max(0.0, deadline - time.monotonic()))
     return active() == 0
+
+
+class Latest:
+    """Calls of which only the newest answer counts: an older call answering late (a view of an
+    earlier selection, a read of an earlier file) is dropped, not shown over the newer one."""
+
+    def __init__(self) -> None:
+        self._asked = 0
+
+    def run(self, fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
+            on_error: Callable[[BaseException], None]) -> Call:
+        asked = self.drop()
+        return run(fn, owner, lambda value: asked == self._asked and on_done(value),
+                   lambda exc: asked == self._asked and on_error(exc))
+
+    def drop(self) -> int:
+        """No call in flight is answered any more (something newer was shown without one)."""
+        self._asked += 1
+        return self._asked

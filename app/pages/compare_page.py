@@ -105,7 +105,7 @@ class ComparePage(QWidget):
         self.rows: list[dict] = []
         self.db_path: Path | None = None
         self.view: CompareView = compare_view.build([])
-        self._asked = 0  # the latest view asked for: an older one answering late is not shown
+        self._views = worker.Latest()  # an older view answering late is not shown
         self.building = False  # a view is being built on the worker
         self.title = QLabel(EMPTY_TITLE)
         self.title.setWordWrap(True)
@@ -228,20 +228,15 @@ class ComparePage(QWidget):
         """Shows `rows` once their view is built, on the worker (it reads the results file)."""
         self.rows = rows
         self.db_path = db_path
-        self._asked += 1
         self.building = True
-        asked, partial = self._asked, self.partial_box.isChecked()
-        worker.run(lambda: compare_view.build(rows, db_path, partial), self,
-                   lambda view: self._built(asked, view), lambda exc: self._not_built(asked, exc))
+        partial = self.partial_box.isChecked()
+        self._views.run(lambda: compare_view.build(rows, db_path, partial), self, self._built, self._not_built)
 
-    def _built(self, asked: int, view: CompareView) -> None:
-        if asked == self._asked:
-            self.building = False
-            self.show_view(view)
+    def _built(self, view: CompareView) -> None:
+        self.building = False
+        self.show_view(view)
 
-    def _not_built(self, asked: int, exc: BaseException) -> None:
-        if asked != self._asked:
-            return
+    def _not_built(self, exc: BaseException) -> None:
         self.building = False
         self.show_view(compare_view.build([]))
         if isinstance(exc, (store.StoreError, store.DatabaseError)):
