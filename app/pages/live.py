@@ -147,7 +147,12 @@ class LivePage(QWidget):
     def _data(self) -> LiveData:
         """What the charts draw: the buffers as read so far, and the run's row."""
         return LiveData(self.samples, self.requests, self.positions, self.telemetry, self.run_row,
-                        self.host_has_gpus or self.gpu_readings)
+                        self.gpus_shown)
+
+    @property
+    def gpus_shown(self) -> bool:
+        """The GPU panels show on a host with GPUs, or once a run has GPU readings (a remote one)."""
+        return bool(self.host_has_gpus or self.gpu_readings)
 
     def redraw(self) -> None:
         """Every chart whose data changed, now (visible or not)."""
@@ -248,7 +253,7 @@ class LivePage(QWidget):
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
         gives way to one line, unless the run shown carries GPU readings (recorded elsewhere)."""
         self.host_has_gpus = found[0] != "none" or bool(found[1])
-        self.charts.gpu_panels(self.host_has_gpus or self.gpu_readings)
+        self.charts.gpu_panels(self.gpus_shown)
 
     # --- the sweep ------------------------------------------------------------------------------
     def on_event(self, event: events.Event) -> None:
