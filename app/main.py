@@ -376,6 +376,7 @@ def main(db: str | None = None, smoke_test: bool = False) -> int:
     app.setOrganizationName("Draftbench")
     app.setWindowIcon(QIcon(str(paths.resources_dir() / "icons" / "draftbench.svg")))
     theme.apply()
+    worker.collect_on_gui_thread()
     window = MainWindow(Path(db) if db else None)
     window.show()
     if smoke_test:

@@ -142,6 +142,18 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _garbage_collected_on_the_main_thread():
+    """Once a test has started the app's worker, automatic garbage collection is off for the rest of
+    this process (app.jobs.worker.collect_on_gui_thread) and happens on the GUI thread's timer,
+    which runs only inside an event loop: between tests, where none runs, it is done here, on the
+    main thread, after the test's widgets were closed."""
+    yield
+    collector = getattr(sys.modules.get("app.jobs.worker"), "_collector", None)
+    if collector is not None:
+        collector.check()
+
+
+@pytest.fixture(autouse=True)
 def _real_servers_carry_the_marker(request, monkeypatch):
     """Outside the `vllm` tier a real vLLM server started in this process fails the test at once,
     so the marker stays true and the fast tier fast."""

@@ -15,6 +15,7 @@ GIL, is not on a run queue, so that time still counts."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QWidget
 
 from app import main
 from app.jobs import worker
@@ -297,3 +299,28 @@ def test_models_page_scans_and_deletes_the_cache_off_the_gui_thread(qtbot, tmp_p
     page.cache_view.selectRow(0)
     answers_while_held(qtbot, held, page.delete_button.click, lambda: page.cache.rowCount() == 2)
     assert "freed" in page.status.text() and page.delete_button.isEnabled()
+
+
+def test_garbage_is_collected_on_the_gui_thread_not_on_a_calls(qtbot):
+    """A cycle collected on a call's thread has shiboken defer its Qt wrappers' deletion to the GUI
+    thread's next call into Qt, which once came inside a widget's destructor and hung the window
+    (a Qt mutex taken twice). With the worker in use, collection happens on the GUI thread only."""
+    freed_on: list[str] = []
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            freed_on.append(threading.current_thread().name)
+
+    owner = QWidget()
+    qtbot.addWidget(owner)
+    gc.collect()
+    Cycle()  # unreachable at once: only a collection frees it
+    got: list = []
+    # The call allocates (and keeps) far more than a collection's threshold, on its own thread.
+    worker.run(lambda: [[i] for i in range(20000)], owner, got.append)
+    qtbot.waitUntil(lambda: bool(got), timeout=10000)
+    qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)  # the GUI thread's collector, within a second
+    assert freed_on == [threading.main_thread().name]

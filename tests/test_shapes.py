@@ -23,10 +23,27 @@ REAL_VOCAB = {
 }
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("shapes")
-    return {name: shapes.folder(name, root) for name in shapes.names()}
+# The special ids each target's tokenizer must hold where its config puts them.
+SPECIAL = {
+    "qwen3-8b": {"<bos>": 151643, "<eos>": 151645},
+    "llama-3.1-8b": {"<bos>": 128000, "<eos>": 128001, "<eos:128008>": 128008, "<eos:128009>": 128009},
+    "gemma-4-26b-a4b-it": {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<eos:106>": 106},
+}
+TARGETS = [s.name for s in shapes.ALL if s.role == "target"]
+
+
+@pytest.fixture(scope="session")
+def shape_root(tmp_path_factory, worker_id) -> Path:
+    """One folder of made shapes for the whole run, every worker included: shapes.folder makes each
+    shape once, safely across processes (a tokenizer of 150k-260k ids takes about a second)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base if worker_id == "master" else base.parent) / "shapes"
+
+
+@pytest.fixture(scope="session")
+def made(shape_root):
+    """made(name): the shape's servable folder."""
+    return lambda name: shapes.folder(name, shape_root)
 
 
 def _tokenizer(folder: Path):
@@ -72,34 +89,32 @@ def test_the_configs_keep_the_real_ids_and_the_fields_vllm_reads():
     assert assistant["use_ordered_embeddings"] is False
 
 
-def test_each_folder_has_a_tokenizer_of_exactly_its_vocabulary_and_every_id_decodes(made):
+@pytest.mark.parametrize("name", shapes.names())
+def test_each_folder_has_a_tokenizer_of_exactly_its_vocabulary_and_every_id_decodes(made, name):
     rng = random.Random(0)
-    for name, folder in made.items():
-        size = REAL_VOCAB[name]
-        tok = _tokenizer(folder)
-        assert tok.get_vocab_size(with_added_tokens=True) == size, name
-        assert sorted(tok.get_vocab(with_added_tokens=True).values()) == list(range(size)), name
-        ids = [0, 1, 2, size - 2, size - 1] + [rng.randrange(size) for _ in range(300)]
-        assert all(isinstance(tok.id_to_token(i), str) for i in ids)
-        assert all(tok.decode([i], skip_special_tokens=False) for i in ids), name
-        assert isinstance(tok.decode(ids), str)
-        config = json.loads((folder / "config.json").read_text())
-        assert {k: v for k, v in config.items() if k != "transformers_version"} == \
-            {k: v for k, v in shapes.get(name).config().items() if k != "transformers_version"}
-        manifest = json.loads((folder / shapes.MANIFEST).read_text())
-        assert manifest["vocab_size"] == size and "tokenizer.json" in manifest["files"]
+    folder = made(name)
+    size = REAL_VOCAB[name]
+    tok = _tokenizer(folder)
+    assert tok.get_vocab_size(with_added_tokens=True) == size
+    assert sorted(tok.get_vocab(with_added_tokens=True).values()) == list(range(size))
+    ids = [0, 1, 2, size - 2, size - 1] + [rng.randrange(size) for _ in range(300)]
+    assert all(isinstance(tok.id_to_token(i), str) for i in ids)
+    assert all(tok.decode([i], skip_special_tokens=False) for i in ids)
+    assert isinstance(tok.decode(ids), str)
+    config = json.loads((folder / "config.json").read_text())
+    assert {k: v for k, v in config.items() if k != "transformers_version"} == \
+        {k: v for k, v in shapes.get(name).config().items() if k != "transformers_version"}
+    manifest = json.loads((folder / shapes.MANIFEST).read_text())
+    assert manifest["vocab_size"] == size and "tokenizer.json" in manifest["files"]
     # The special ids sit where the config puts them, and decoding can skip them.
-    qwen = _tokenizer(made["qwen3-8b"])
-    assert (qwen.token_to_id("<bos>"), qwen.token_to_id("<eos>")) == (151643, 151645)
-    llama = _tokenizer(made["llama-3.1-8b"])
-    assert [llama.token_to_id(t) for t in ("<bos>", "<eos>", "<eos:128008>", "<eos:128009>")] == [128000, 128001, 128008, 128009]
-    gemma = _tokenizer(made["gemma-4-26b-a4b-it"])
-    assert [gemma.token_to_id(t) for t in ("<pad>", "<eos>", "<bos>", "<eos:106>")] == [0, 1, 2, 106]
-    assert gemma.decode([2, 106, 1], skip_special_tokens=True) == ""
+    special = SPECIAL.get(name, {})
+    assert {t: tok.token_to_id(t) for t in special} == special
+    if name == "gemma-4-26b-a4b-it":
+        assert tok.decode([2, 106, 1], skip_special_tokens=True) == ""
 
 
 def test_prompts_round_trip_into_varied_ids(made):
-    tok = _tokenizer(made["qwen3-8b"])
+    tok = _tokenizer(made("qwen3-8b"))
     first, second = "Natalia sold clips to 48 of her friends in April.", "Weng earns $12 an hour for babysitting."
     a, b = tok.encode(first).ids, tok.encode(second).ids
     assert a[:3] != b[:3]  # different prompts share no prefix for vLLM's cache to hit
@@ -109,21 +124,19 @@ def test_prompts_round_trip_into_varied_ids(made):
 
 
 def test_transformers_loads_every_folder_as_the_same_tokenizer(made):
+    # One test, not one a shape: importing transformers costs seconds in every worker that does it.
     from transformers import AutoConfig, AutoTokenizer
 
-    for name, folder in made.items():
-        config = AutoConfig.from_pretrained(folder)
-        assert config.get_text_config().vocab_size == REAL_VOCAB[name], name
+    for name in shapes.names():
+        assert AutoConfig.from_pretrained(made(name)).get_text_config().vocab_size == REAL_VOCAB[name], name
     text = "Weng earns $12 an hour for babysitting. Yesterday, she did 50 minutes of babysitting."
-    for s in shapes.ALL:
-        if s.role != "target":
-            continue
+    for name in TARGETS:
         # transformers picks its own class for some model types (Qwen2Tokenizer for MiMo's qwen2)
         # and rebuilds the pipeline: it must still be exactly the generated tokenizer.
-        tok, raw = AutoTokenizer.from_pretrained(made[s.name]), _tokenizer(made[s.name])
-        assert len(tok) == REAL_VOCAB[s.name], s.name
-        assert tok(text)["input_ids"] == raw.encode(text).ids, s.name
-        ids = [5, REAL_VOCAB[s.name] - 1, 200, 60000]
+        tok, raw = AutoTokenizer.from_pretrained(made(name)), _tokenizer(made(name))
+        assert len(tok) == REAL_VOCAB[name], name
+        assert tok(text)["input_ids"] == raw.encode(text).ids, name
+        ids = [5, REAL_VOCAB[name] - 1, 200, 60000]
         assert tok.decode(ids) == raw.decode(ids)
         prompt = tok.apply_chat_template([{"role": "user", "content": "What is 2 + 2?"}], add_generation_prompt=True,
                                          tokenize=False)
@@ -220,8 +233,8 @@ for target, draft, method in json.loads(sys.argv[1]):
         results[f"{target} {draft} {method}"] = str(exc).replace("\\n", " ")
 print("RESULTS" + json.dumps(results))
 """
-    cases = [(str(made[t]), None, None) for t in ("qwen3-8b", "llama-3.1-8b", "gemma-4-26b-a4b-it")]
-    cases += [(str(made[p.target]), str(made[p.draft]) if p.draft else None, p.method) for p in shapes.pairs()]
+    cases = [(str(made(t)), None, None) for t in ("qwen3-8b", "llama-3.1-8b", "gemma-4-26b-a4b-it")]
+    cases += [(str(made(p.target)), str(made(p.draft)) if p.draft else None, p.method) for p in shapes.pairs()]
     done = subprocess.run([vllm_install.python, "-c", script, json.dumps(cases)], capture_output=True,
                           text=True, timeout=600)
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULTS"))

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
+from pyqtgraph.util.garbage_collector import GarbageCollector
 
 # A Python thread per call, not QThreadPool's: a QRunnable subclass is released on the pool's
 # thread, and shiboken then defers its deletion to the GUI thread, where PySide 6.10 called a null
@@ -31,6 +32,20 @@ _running: set[threading.Thread] = set()
 _lock = threading.Lock()
 _numbers = itertools.count()
 _dispatcher: "_Dispatcher | None" = None
+_collector: GarbageCollector | None = None
+
+
+def collect_on_gui_thread() -> GarbageCollector:
+    """Python's cyclic garbage collector runs on whichever thread happens to allocate, and a
+    call's thread allocates plenty: collecting there a cycle that holds Qt wrappers (the charts'
+    pyqtgraph items make many) has shiboken defer their deletion to the GUI thread, which runs it
+    at its next call into Qt -- once in the middle of a widget's destructor, and the window hung on
+    a Qt mutex it already held. pyqtgraph's collector turns the automatic collection off and
+    collects on a timer of the GUI thread instead, with the same thresholds. Once per process."""
+    global _collector
+    if _collector is None:
+        _collector = GarbageCollector(interval=1.0)
+    return _collector
 
 
 class _Dispatcher(QObject):
@@ -121,6 +136,7 @@ def run(fn: Callable[..., Any], owner: QObject, on_done: Callable[[Any], None],
     global _dispatcher
     if _dispatcher is None:  # created on the GUI thread, where run() is called
         _dispatcher = _Dispatcher()
+        collect_on_gui_thread()
     number = next(_numbers)
     call = _calls[number] = Call(fn, owner, on_done, on_error, on_progress)
     thread = threading.Thread(target=_job, args=(number, _dispatcher), name="draftbench-call", daemon=True)
