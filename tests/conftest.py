@@ -9,6 +9,7 @@ the fast one."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -100,15 +101,31 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    class Groups(LoadScopeScheduling):
+        def remove_node(self, node):
+            """xdist's own puts a crashed worker's whole unit back in the queue, the test that
+            crashed it included, so each replacement worker ran that test again and crashed too, up
+            to the restart limit (a hang ended by faulthandler, 17 times over). Here the crashed
+            test is reported once, and the rest of its unit runs on."""
+            workload = self.assigned_work.pop(node)
+            if not self._pending_of(workload):
+                return None
+            scope, crashed = next((s, nodeid) for s, unit in workload.items() for nodeid, done in unit.items() if not done)
+            workload[scope][crashed] = True
+            self.workqueue.update({s: unit for s, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
     if markexpr in FAST_TIER:
-        class FixtureGroups(LoadScopeScheduling):
+        class FixtureGroups(Groups):
             def _split_scope(self, nodeid: str) -> str:
                 module = _module(nodeid)
                 return module if module in FAST_SHARED else nodeid
 
         return FixtureGroups(config, log)
 
-    class ServerGroups(LoadScopeScheduling):
+    class ServerGroups(Groups):
         def _split_scope(self, nodeid: str) -> str:
             return _group(_module(nodeid))
 
@@ -146,11 +163,15 @@ def _garbage_collected_on_the_main_thread():
     """Once a test has started the app's worker, automatic garbage collection is off for the rest of
     this process (app.jobs.worker.collect_on_gui_thread) and happens on the GUI thread's timer,
     which runs only inside an event loop: between tests, where none runs, it is done here, on the
-    main thread, after the test's widgets were closed."""
+    main thread, after the test's widgets were closed. What is still alive then (modules a test
+    imported: transformers, Ray) is frozen as the app freezes its start-up, so that a collection on
+    the GUI thread during the next test walks only that test's objects, not half a million others
+    (260 ms: the window would look frozen to a test that times it)."""
     yield
     collector = getattr(sys.modules.get("app.jobs.worker"), "_collector", None)
     if collector is not None:
         collector.check()
+        gc.freeze()
 
 
 @pytest.fixture(autouse=True)
