@@ -1,6 +1,8 @@
 """Which vLLM serves each server of a plan: the one installed here for a local server, the image's
 for a docker one, nobody's Draftbench can ask for an attached one. `expected` answers without
-running anything (the argv a preview shows); `probed` asks the image itself, once per image."""
+running anything (the argv a preview shows); `probed` asks the image itself, once per image.
+A sweep on a remote host (`run --remote`) runs `draftbench run` there, so its servers' vLLMs are
+asked on that host, where they run, never here."""
 
 from __future__ import annotations
 
