@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-# Settings written by the app under test go to a throwaway folder, never the user's.
+# Settings written by the app under test, and the probe answers it caches, go to throwaway folders,
+# never the user's.
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
+os.environ["DRAFTBENCH_CACHE_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-cache-{os.getpid()}")
 
 from helpers.hub import GRANTED, StandInHub, demo_repos  # noqa: E402
 from helpers.plans import DRAFT, NGRAM, demo_plan  # noqa: E402

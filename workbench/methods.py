@@ -102,6 +102,20 @@ def speculative_config(method: str, n: int | None, draft: str | None = None,
     return config
 
 
+# vLLM's SpeculativeConfig.draft_sample_method when the config leaves it out: drafts take the
+# draft's argmax, treated as one-hot in rejection sampling ("probabilistic" samples them instead).
+DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"
+
+
+def draft_sample_method(config: dict | None) -> str | None:
+    """How the server samples drafts for this `--speculative-config`: its own
+    `draft_sample_method`, else vLLM's default; None where no model drafts (the baseline, n-gram
+    and suffix decoding look drafts up)."""
+    if config is None or get(config["method"]).draft == "none":
+        return None
+    return str(config.get("draft_sample_method", DEFAULT_DRAFT_SAMPLE_METHOD))
+
+
 def speculative_args(config: dict | None) -> list[str]:
     if config is None:
         return []

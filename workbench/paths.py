@@ -20,6 +20,12 @@ def config_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir(APP))
 
 
+def cache_dir() -> Path:
+    """What can be asked again if lost: the answers of probes of the vLLM in a docker image."""
+    override = os.environ.get("DRAFTBENCH_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir(APP))
+
+
 def models_dir() -> Path:
     return data_dir() / "models"
 

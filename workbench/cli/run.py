@@ -56,9 +56,11 @@ def run(args) -> int:
         existing = sweeps.open_existing(args.db)
     except sweeps.RunError as exc:
         raise CliError(str(exc)) from None
-    for finding in findings.preflight(loaded.plan, loaded.vllm, existing):
-        if finding.level == findings.ERROR:
-            raise CliError(str(finding))
+    found = findings.preflight(loaded.plan, loaded.vllm, existing, servings=loaded.servings)
+    refused = findings.errors(found)
+    if refused:
+        raise CliError(str(refused[0]))  # one line, and nothing launched
+    for finding in found:
         print(f"draftbench: warning: {finding}", file=sys.stderr)
     if args.dry_run:
         return _dry_run(loaded, slots)
@@ -75,7 +77,7 @@ def run(args) -> int:
     try:
         summary = sweeps.run_plan(loaded.plan, loaded.vllm, args.db, emit, local=loaded.local,
                                   events_path=args.events, on_start=lambda: signal.signal(signal.SIGTERM, stop),
-                                  slots=slots, cluster=cluster)
+                                  slots=slots, cluster=cluster, servings=loaded.servings)
     except sweeps.RunError as exc:
         raise CliError(str(exc)) from None
     if summary is None:
@@ -116,6 +118,6 @@ def _dry_run(loaded, slots) -> int:
             print(f"    {c.label}: N = {', '.join(map(str, recommend.probes(c.ns)))} of {', '.join(map(str, c.ns))}")
     if len(slots) > 1 or slots[0].gpus is not None:
         print(f"parallel: {len(slots)} server(s) at once, on " + "; ".join(s.label for s in slots))
-    for line in commands.preview_lines(commands.preview(p, loaded.vllm)):
+    for line in commands.preview_lines(commands.preview(p, loaded.vllm, servings=loaded.servings)):
         print(line)
     return 0

@@ -17,7 +17,8 @@ from workbench.host import amdsmi, gpus
 # (key, label) in the order History, `draftbench show`, the report and export-bench list them.
 FIELDS = (
     ("kind", "launch"), ("image", "image"), ("image_digest", "image digest"),
-    ("vllm_version", "vLLM version"), ("vllm_commit", "vLLM commit"),
+    ("vllm_version", "vLLM version"), ("vllm_commit", "vLLM commit"), ("transformers_version", "transformers"),
+    ("draft_sample_method", "draft sampling"),
     ("rocm_version", "ROCm"), ("hip_version", "HIP"), ("cuda_version", "CUDA"), ("driver", "driver"),
     ("gpu_model", "GPU"), ("firmware", "VBIOS/firmware"), ("compute_partition", "compute partition"),
     ("memory_partition", "memory partition"), ("power_cap_w", "power cap (W)"),

@@ -8,9 +8,11 @@ from workbench.launch.log_reason import reason_from_log
 from workbench.launch.ports import _ephemeral_low, _probe, free_port, port_in_use
 from workbench.launch.prepare import CPU_ENV, prepare, shown_command
 from workbench.launch.spec import HOST, LaunchError, LaunchSpec
+from workbench.launch.which_vllm import Servings, probed
+from workbench.launch.which_vllm import of as serving_of
 
 __all__ = [
     "CPU_ENV", "HOST", "AttachedServer", "LaunchError", "LaunchSpec", "LocalServer",
     "_ephemeral_low", "_probe", "free_port", "is_loopback", "port_in_use", "prepare",
-    "reason_from_log", "server_version", "shown_command", "vllm_cli",
+    "Servings", "probed", "reason_from_log", "serving_of", "server_version", "shown_command", "vllm_cli",
 ]

@@ -7,19 +7,21 @@ import secrets
 
 from huggingface_hub import constants as hf_constants
 
-from workbench.host.engine import VllmInstall
+from workbench.host.serving import ServingVllm
 from workbench.launch.serve_args import serve_args
 from workbench.launch.spec import HOST, LaunchSpec
 from workbench.plan import Server
-from workbench.plan.profiles import CUDA_DOCKER_FLAGS, CUDA_IMAGE, ROCM_DOCKER_FLAGS, ROCM_IMAGE, SECRET_ENV
+from workbench.launch.which_vllm import image_of
+from workbench.plan.profiles import CUDA_DOCKER_FLAGS, ROCM_DOCKER_FLAGS, SECRET_ENV
 
 
-def docker_spec(server: Server, vllm: VllmInstall, port: int, host_platform: str) -> LaunchSpec:
+def docker_spec(server: Server, vllm: ServingVllm, port: int, host_platform: str) -> LaunchSpec:
     """`docker run` of the official image. The container listens on all its interfaces, but the
-    port is published on the host's loopback only; secrets pass by name (`-e NAME`)."""
+    port is published on the host's loopback only; secrets pass by name (`-e NAME`). `vllm` is the
+    image's own vLLM, whose flags the arguments follow."""
     profile = server.profile
     platform = profile.gpu_platform(host_platform)
-    image = profile.image or (ROCM_IMAGE if platform == "rocm" else CUDA_IMAGE)
+    image = image_of(profile, host_platform)
     name = f"draftbench-{port}-{secrets.token_hex(3)}"
     argv = [profile.docker, "run", "--rm", "--name", name, "-p", f"{HOST}:{port}:{port}"]
     if platform == "rocm":

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 
+from workbench import methods
 from workbench.host import provenance
 from workbench.host.engine import VllmInstall
+from workbench.host.serving import ServingVllm
 from workbench.launch.spec import LaunchSpec
+from workbench.launch.which_vllm import image_of
 from workbench.plan import Server
-from workbench.plan.profiles import CUDA_IMAGE, ROCM_IMAGE
 
 
 def host_part(platform: str, selected: tuple[int, ...] = ()) -> dict:
@@ -35,18 +37,18 @@ def _container_env(argv: list[str]) -> dict[str, str]:
 
 
 def for_server(server: Server, spec: LaunchSpec, vllm: VllmInstall, host: dict, log_lines: list[str],
-               served_version: str | None) -> dict:
-    """Everything stored as one run's provenance."""
+               served_version: str | None, serving: ServingVllm | None = None) -> dict:
+    """Everything stored as one run's provenance. `serving` is the vLLM that served (the image's
+    for a docker server), as probed before the sweep: its transformers is known only from there."""
     profile = server.profile
     out = dict(host)
     out["kind"] = spec.kind
     if spec.kind == "docker":
-        image = profile.image or (ROCM_IMAGE if profile.gpu_platform(host.get("platform", "none")) == "rocm"
-                                  else CUDA_IMAGE)
+        image = image_of(profile, host.get("platform", "none"))
         out["image"] = image
         out["image_digest"] = provenance.image_digest(profile.docker, image)
         env = _container_env(spec.argv)
-        out["vllm_version"] = served_version
+        out["vllm_version"] = served_version or (serving.version if serving else None)
         out["vllm_commit"] = provenance.vllm_commit(None, served_version)
     else:
         # A local server inherits this process's environment: what the shell exported counts too.
@@ -54,6 +56,9 @@ def for_server(server: Server, spec: LaunchSpec, vllm: VllmInstall, host: dict, 
         out["vllm_version"] = served_version or vllm.version
         out["vllm_commit"] = provenance.vllm_commit(vllm.package_dir if spec.kind == "local" else None,
                                                     out["vllm_version"])
+    out["transformers_version"] = serving.transformers if serving else (vllm.transformers if spec.kind == "local"
+                                                                         else None)
+    out["draft_sample_method"] = methods.draft_sample_method(server.speculative_config())
     knobs = provenance.environment_knobs(env)
     if knobs:
         out["rocm_env"] = knobs

@@ -4,17 +4,16 @@ checked before a sweep spends an hour on one."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from workbench import paths
+from workbench.host import serving
 from workbench.plan import Plan, Server
 
 AUTO = "AUTO"  # no backend chosen in the profile: vLLM's default selection applies
-_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)")
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,7 @@ class Combination:
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     """'0.27.1', 'v0.27.1', '0.19.1+rocm721', '0.22.1rc1.dev499+g470229c' -> (0, 27, 1) etc."""
-    m = _RELEASE.match((version or "").strip())
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+    return serving.version_tuple(version)
 
 
 def table_path() -> Path:
@@ -65,8 +63,7 @@ def load(path: Path | None = None) -> tuple[Combination, ...]:
 
 def image_version(image: str | None) -> str | None:
     """The vLLM release an image tag names ('vllm/vllm-openai-rocm:v0.27.1' -> '0.27.1')."""
-    tag = (image or "").rpartition(":")[2] if ":" in (image or "").rpartition("/")[2] else ""
-    return tag.lstrip("v") if version_tuple(tag) else None
+    return serving.image_version(image)
 
 
 def server_version(server: Server, installed: str | None) -> str | None:

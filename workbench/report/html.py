@@ -119,10 +119,14 @@ def details_html(runs: list[dict]) -> str:
     models = sorted({(r["target"], r.get("draft") or "") for r in runs})
     model_items = "".join(f"<li>target <code>{_e(t)}</code>{f', draft <code>{_e(d)}</code>' if d else ''}</li>"
                           for t, d in models)
-    commands = sorted({(r.get("command") or "", r.get("vllm_version") or "?", r.get("torch_version") or "?")
+    # The versions of the vLLM that served each command (an image's, for a docker server), and how
+    # its drafts were sampled, which changes acceptance.
+    commands = sorted({(r.get("command") or "", r.get("vllm_version") or "?", r.get("torch_version") or "?",
+                        r.get("transformers_version") or "?", r.get("draft_sample_method") or "")
                        for r in runs if r.get("command")})
-    command_items = "".join(f"<li><code>{_e(c)}</code><br><small>vLLM {_e(v)}, torch {_e(t)}</small></li>"
-                            for c, v, t in commands)
+    command_items = "".join(f"<li><code>{_e(c)}</code><br><small>vLLM {_e(v)}, torch {_e(t)}, transformers {_e(tf)}"
+                            f"{f', draft sampling {_e(d)}' if d else ''}</small></li>"
+                            for c, v, t, tf, d in commands)
     return (f"<details open><summary>Models (full paths), exact vLLM commands and versions</summary>"
             f"<ul>{model_items}</ul><ul>{command_items}</ul></details>")
 

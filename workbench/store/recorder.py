@@ -146,10 +146,12 @@ class Recorder:
                 self.db.table("runs").update(run_id, {"environment": json.dumps(environment)})
 
     def server_provenance(self, run_ids: list[int], provenance: dict) -> None:
-        """What the server these runs are measured on was: image, versions, GPU settings, backend."""
+        """What the server these runs are measured on was: image, versions, GPU settings, backend.
+        The versions it reports once started (GET /version) replace what was known before it was."""
+        known = {k: provenance[k] for k in ("vllm_version", "transformers_version") if provenance.get(k)}
         with self.db.conn:
             for run_id in run_ids:
-                self.db.table("runs").update(run_id, {"provenance": json.dumps(provenance, sort_keys=True)})
+                self.db.table("runs").update(run_id, {"provenance": json.dumps(provenance, sort_keys=True), **known})
 
     def run_started(self, run_id: int) -> None:
         with self.db.conn:

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -200,8 +200,19 @@ def _v13(db: sqlite_utils.Database) -> None:
             runs.add_column(name, of_type)
 
 
+def _v14(db: sqlite_utils.Database) -> None:
+    # The vLLM that served a run is not always the one installed where the sweep ran (a docker
+    # image's, a remote host's): vllm_version now holds the serving one's, beside its transformers,
+    # which decides whether some models load at all (Gemma 4 on vLLM <= 0.27). And how the server
+    # sampled drafts (vLLM's SpeculativeConfig.draft_sample_method: greedy or probabilistic), which
+    # changes acceptance; NULL where no model drafts, and for runs stored before.
+    for column in ("transformers_version", "draft_sample_method"):
+        if column not in db["runs"].columns_dict:
+            db.table("runs").add_column(column, str)
+
+
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11,
-              12: _v12, 13: _v13}
+              12: _v12, 13: _v13, 14: _v14}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

@@ -43,6 +43,9 @@ class Context:
     app: app_cpu.Watched | None = None  # the desktop app that started the sweep, whose CPU each window reads
     # `repeats = "auto"`: a configuration's later repeats are skipped once its interval is narrow.
     auto_repeats: AutoRepeats | None = None
+    # The vLLM each server runs, by server key (a docker server's is its image's), as probed before
+    # the sweep: the argv's optional flags and the stored versions follow it.
+    servings: launch.Servings = field(default_factory=dict)
 
 
 @dataclass
@@ -172,14 +175,16 @@ class ServerJob:
         local = profile.kind != "attach" or launch.is_loopback(profile.base_url)
         platform = profile.gpu_platform(self.ctx.host_platform) if local else "none"
         host = provenance.host_part(platform, self._pinned() or profile.gpus)
-        return provenance.for_server(server, spec, self.ctx.vllm, host, lines, served)
+        return provenance.for_server(server, spec, self.ctx.vllm, host, lines, served,
+                                     self.ctx.servings.get(server.key))
 
     def _pinned(self) -> tuple[int, ...] | None:
         return None if self.slot.gpus is None or self.slot.logical else self.slot.gpus
 
     def _serve(self, server: Server) -> None:
         todo, ids = self.work.runs, self.work.ids
-        spec = launch.prepare(server, self.ctx.vllm, launch.free_port(), self.ctx.host_platform, gpus=self._pinned())
+        spec = launch.prepare(server, self.ctx.vllm, launch.free_port(), self.ctx.host_platform, gpus=self._pinned(),
+                              servings=self.ctx.servings)
         key_env = server.profile.api_key_env
         srv: launch.LocalServer | launch.AttachedServer
         if spec.kind == "attach":

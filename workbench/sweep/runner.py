@@ -17,7 +17,7 @@ import os
 import platform
 import time
 
-from workbench import events, launch, store
+from workbench import events, launch, methods, store
 from workbench.analysis import lossless
 from workbench.host import engine, gpus
 from workbench.load import workloads
@@ -64,11 +64,13 @@ class Runner:
     def __init__(self, plan: Plan, db_path: str, vllm: engine.VllmInstall | None = None,
                  emit: events.Emit | None = None, scrape_interval_s: float = SCRAPE_INTERVAL_S,
                  events_path: str | None = None, prompts: dict[str, list[workloads.Prompt]] | None = None,
-                 executor: Executor | None = None):
+                 executor: Executor | None = None, servings: launch.Servings | None = None):
         self.plan = plan
         self.db_path = db_path
         self.profile = plan.runs[0].server.profile if plan.runs else Profile()
         self.vllm = vllm or engine.probe(self.profile.python)
+        # The vLLM each server runs (`launch.probed`); where not given, what is known without asking.
+        self.servings: launch.Servings = dict(servings or {})
         self.host_platform = "none"
         self.environment: dict = {}
         self.emit = emit or events.Writer()
@@ -105,7 +107,8 @@ class Runner:
 
     def _run_row(self, exp_id: int, seq: int, r: Run, host: dict) -> dict:
         s = r.server
-        spec = launch.prepare(s, self.vllm, 0, self.host_platform)
+        spec = launch.prepare(s, self.vllm, 0, self.host_platform, servings=self.servings)
+        serving = launch.serving_of(s, self.vllm, self.host_platform, self.servings)
         return {
             "experiment_id": exp_id, "key": r.key, "seq": seq, "server_key": s.key,
             "target": s.target, "method": s.method, "draft": s.draft, "n": s.n,
@@ -115,8 +118,11 @@ class Runner:
             "top_p": r.top_p, "warmup": r.warmup, "status": "pending", "ignore_eos": int(r.ignore_eos),
             "prompt_template": workloads.template(r.workload), "warnings": json.dumps(self.warnings[r.key]),
             "command": launch.shown_command(spec),
-            "env": json.dumps(spec.env), "vllm_version": self.vllm.version,
-            "torch_version": self.vllm.torch, "host": json.dumps(host),
+            # The versions of the vLLM that serves (an image's for a docker server), not this host's.
+            "env": json.dumps(spec.env), "vllm_version": serving.version,
+            "transformers_version": serving.transformers,
+            "draft_sample_method": methods.draft_sample_method(s.speculative_config()),
+            "torch_version": self.vllm.torch if s.profile.kind == "local" else None, "host": json.dumps(host),
             "profile": json.dumps(s.profile.to_table()),
             "what_if": int(s.what_if), "imposed": s.imposed_json(),
         }
@@ -174,7 +180,7 @@ class Runner:
         assert self.sweep_id is not None  # start_sweep() came first
         return Context(self.vllm, self.host_platform, self.environment, self.sweep_id, self.plan.health_timeout_s,
                        self.scrape_interval_s, self._prompts, app=app_cpu.from_env(),
-                       auto_repeats=self.plan.auto_repeats)
+                       auto_repeats=self.plan.auto_repeats, servings=self.servings)
 
     def execute(self, pending: list[Run], total: int | None = None) -> None:
         """Every server configuration of the given runs, through the runner's executor."""

@@ -20,11 +20,15 @@ class Launch:
     runs: list[str]     # the labels of the runs measured on that server
 
 
-def preview(p: Plan, vllm: VllmInstall, host_platform: str | None = None) -> list[Launch]:
-    """`host_platform` (cuda, rocm or none, as gpus.detect says) picks the GPU flags; detected when not given."""
+def preview(p: Plan, vllm: VllmInstall, host_platform: str | None = None,
+            servings: launch.Servings | None = None) -> list[Launch]:
+    """`host_platform` (cuda, rocm or none, as gpus.detect says) picks the GPU flags; detected when
+    not given. `servings`, the vLLM each server runs as `launch.probed` asked it, picks the optional
+    vLLM flags (without it, what is known without asking)."""
     if host_platform is None:
         host_platform = gpus.detect()[0]
-    return [Launch(launch.shown_command(launch.prepare(server, vllm, 0, host_platform)), [r.label for r in runs])
+    return [Launch(launch.shown_command(launch.prepare(server, vllm, 0, host_platform, servings=servings)),
+                   [r.label for r in runs])
             for server, runs in p.servers()]
 
 

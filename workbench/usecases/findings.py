@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import launch, store
-from workbench.checkpoints import compat, memory
+from workbench.checkpoints import compat, loadable, memory
 from workbench.host import detect, gpus
 from workbench.host.engine import VllmInstall
 from workbench.plan import Plan, knownbad, sanity
@@ -31,11 +31,14 @@ class Finding:
         return f"{self.label}: {self.message}" if self.label else self.message
 
 
-def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = None) -> list[Finding]:
+def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = None,
+              servings: launch.Servings | None = None) -> list[Finding]:
     """Every finding, in order: the plan's (against the runs already in `db`, if given), the known
-    ROCm problems of its servers on this host (`host_platform`, detected when not given), then
-    each server's compatibility, then memory. Reads config.json and safetensors headers only.
-    Memory is not estimated once a pair is incompatible: that pair will not start anyway."""
+    ROCm problems of its servers on this host (`host_platform`, detected when not given), what
+    the vLLM that serves each server can load (`servings`, as `launch.probed` asked them; what is
+    known without asking where not given), then each server's compatibility, then memory. Reads
+    config.json and safetensors headers only. Memory is not estimated once a pair is
+    incompatible: that pair will not start anyway."""
     local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
     if p.mode == "what-if" and local_cpu:
         return [Finding(ERROR, "", WHAT_IF_ON_CPU.format(version=vllm.version))]
@@ -52,6 +55,10 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
                 shown.add(warning)
                 n = "" if server.n is None else f" N={server.n}"
                 out.append(Finding(WARNING, f"{server.method}{n}", warning))
+    for label, verdict in _serving(p, vllm, platform, servings):
+        if verdict.level == ERROR or verdict.message not in shown:
+            shown.add(verdict.message)
+            out.append(Finding(verdict.level, label, verdict.message))
     for label, verdict in compat.for_plan(p):
         if verdict.level == ERROR:
             out.append(Finding(ERROR, label, verdict.message))
@@ -69,21 +76,45 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
     return out
 
 
+def _serving(p: Plan, vllm: VllmInstall, platform: str,
+             servings: launch.Servings | None) -> list[tuple[str, compat.Verdict]]:
+    """How each server's vLLM is known where it could not be asked, and what it cannot load."""
+    out: list[tuple[str, compat.Verdict]] = []
+    checkpoints: dict[str, compat.Checkpoint | None] = {}
+
+    def get(ref: str | None) -> compat.Checkpoint | None:
+        if ref and ref not in checkpoints:
+            try:
+                checkpoints[ref] = compat.load(ref)
+            except compat.CompatError:
+                checkpoints[ref] = None  # compat.for_plan says why
+        return checkpoints.get(ref) if ref else None
+
+    for server, _ in p.servers():
+        serving = launch.serving_of(server, vllm, platform, servings)
+        label = server.method + ("" if server.n is None else f" N={server.n}")
+        if serving.note:
+            out.append(("", compat.Verdict(WARNING, "vLLM", serving.note)))
+        out += [(label, v) for v in loadable.check(get(server.target), get(server.draft),
+                                                    server.speculative_config(), serving)]
+    return out
+
+
 def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None,
-                 host_platform: str | None = None) -> list[Finding]:
+                 host_platform: str | None = None, servings: launch.Servings | None = None) -> list[Finding]:
     """`preflight` against the runs stored in the results file at `db_path`. A file that cannot be
     opened (damaged, not a Draftbench database, unreadable) is itself the one error: a sweep would
     fail on it only after its first server started. Opening is enough here: the preflight runs on
     every edit of the plan, and the full page check (quick_check) is made where a file is chosen
     and where a sweep starts writing."""
     if db_path is None or not Path(db_path).exists():
-        return preflight(p, vllm, None, host_platform)
+        return preflight(p, vllm, None, host_platform, servings)
     try:
         db = store.open_db(db_path, readonly=True)
     except store.StoreError as exc:
         return [Finding(ERROR, "results database", str(exc))]
     try:
-        return preflight(p, vllm, db, host_platform)
+        return preflight(p, vllm, db, host_platform, servings)
     finally:
         store.close(db)
 

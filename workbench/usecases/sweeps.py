@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from workbench import events, paths, plan, store
+from workbench import events, launch, paths, plan, store
 from workbench.checkpoints import demo
 from workbench.errors import DraftbenchError
 from workbench.host import engine
@@ -27,6 +27,7 @@ class Loaded:
     plan: plan.Plan
     vllm: engine.VllmInstall
     local: bool  # served by a vLLM started here (not docker, not an attached server)
+    servings: launch.Servings  # the vLLM each server runs, asked once (a docker image's by running it)
 
 
 def load_plan(path: str, vllm_python: str | None = None, adaptive: bool = False,
@@ -47,7 +48,7 @@ def load_plan(path: str, vllm_python: str | None = None, adaptive: bool = False,
         raise RunError("--adaptive predicts N from measured runs; a what-if sweep runs its whole grid")
     if adaptive:
         p.mode = "adaptive"
-    return Loaded(p, vllm, local)
+    return Loaded(p, vllm, local, launch.probed(p, vllm))
 
 
 def slots_for(loaded: Loaded, gpu_list: str | None, parallel: str | int | None,
@@ -86,12 +87,13 @@ def open_existing(db_path: str | Path | None):
 def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
              local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
              on_start: Callable[[], object] | None = None, slots: list[scheduler.Slot] | None = None,
-             cluster: "ray_cluster.Cluster | None" = None) -> dict | None:
+             cluster: "ray_cluster.Cluster | None" = None, servings: launch.Servings | None = None) -> dict | None:
     """The sweep's summary, or None when it was interrupted (its running server is stopped first).
     `local`: served by a vLLM started here, which must then exist; `progress` reports the demo
     model's build; `on_start` is called once the sweep is about to start
     (the CLI turns SIGTERM into an interrupt there, not before); `slots` are the GPU slots
-    (`slots_for`), `cluster` a Ray cluster to run the servers on instead (`connect_cluster`)."""
+    (`slots_for`), `cluster` a Ray cluster to run the servers on instead (`connect_cluster`);
+    `servings`, the vLLM each server runs (`Loaded.servings`)."""
     if local and not vllm.found:
         raise RunError(f"no vLLM in {vllm.python}: install Draftbench with the `cpu` or `gpu` extra, "
                        "or pass --vllm-python PATH")
@@ -110,7 +112,7 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
                 else sweep_executor.ThreadExecutor(slots))
     try:
         sweep = runner_class(p, str(Path(db_path or paths.default_db())), vllm, emit=emit, events_path=events_path,
-                             prompts=prompts, executor=executor)
+                             prompts=prompts, executor=executor, servings=servings)
     except store.StoreError as exc:
         raise RunError(str(exc)) from None
     if on_start is not None:
