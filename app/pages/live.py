@@ -78,7 +78,8 @@ class LivePage(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the sweep: every server is shut down and the runs in flight are marked "
                                     "cancelled (Ctrl+.)")
-        self.stop_button.setShortcut("Ctrl+.")
+        # Ctrl+. belongs to the main window's Sweep > Stop, which works on every page: a second
+        # owner here would make Qt find the key ambiguous on this page and fire neither.
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop_requested)
         self.slots = SlotsTable()
