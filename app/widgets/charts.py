@@ -164,6 +164,11 @@ def _looks(rows_by_series: dict[str, list[dict]]) -> dict[str, dict]:
 
 def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine, what_if: bool = False,
           symbol: str = "o") -> None:
+    # A line runs from left to right: the analysis may hand its points in another order (prompt
+    # length bins sorted as text put 128 before 73), which would draw the line back and forth.
+    order = np.argsort(np.asarray(x, float), kind="stable")
+    x, y = [x[i] for i in order], [y[i] for i in order]
+    ci = None if ci is None else [ci[i] for i in order]
     if what_if:
         what_if_look.line(w, colour, x, y, name, ci, symbol)
         return
