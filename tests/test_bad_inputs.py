@@ -344,6 +344,7 @@ FORM = {
 WINDOW = {
     "gui-open-plan-toml": _open_plan("[target\nmodel = 1"),
     "gui-open-plan-types": _open_plan('[target]\nmodel = "demo:smollm2-135m"\nmax_model_len = "long"\n'),
+    "gui-open-plan-concurrency": _open_plan('[target]\nmodel = "demo:smollm2-135m"\n[workload]\nconcurrency = "eight"\n'),
     "gui-open-plan-binary": _open_plan(b"\xff\xfe\x00\x01"),
     "gui-open-db-garbage": _open_db(garbage),
     "gui-open-db-newer": _open_db(newer_db),
@@ -371,6 +372,8 @@ def test_gui_answers_in_one_line(case, qtbot, tmp_path, vllm_install, monkeypatc
     else:
         text = _window_warning(qtbot, tmp_path, vllm_install, monkeypatch, WINDOW[case])
     assert "\n" not in text.strip() and "Traceback" not in text
+    # Said in the plan's words, not Python's: no exception class, no conversion's own complaint.
+    assert not re.search(r"\b\w+(Error|Exception)\b|invalid literal|int\(\)|float\(\)", text), text
     assert message in text, text
 
 

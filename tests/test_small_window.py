@@ -4,11 +4,16 @@ with the whole value in the tooltip — never only a value's tail."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QScrollArea
 
 from app.main import MainWindow
+from helpers.recorded import DEMO_DB, copy_db, stored_runs
+from workbench import events
+from workbench.usecases import compare_view
 
 
 @pytest.fixture
@@ -68,3 +73,56 @@ def test_train_output_folder_shows_its_start_and_end(window, qtbot):
     out.setFocus(Qt.OtherFocusReason)
     qtbot.waitUntil(out.hasFocus, timeout=5000)
     assert out.shown_text() == path
+
+
+# Where a new user's models live: the Hugging Face cache, paths far longer than the demo's.
+HF_SNAPSHOT = "/home/newcomer/.cache/huggingface/hub/models--HuggingFaceTB--{}/snapshots/" + "4e53ba3f" * 5
+
+
+def _long_paths(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        command = (r.get("command") or "").replace("~/.local/share/draftbench/models/smollm2-135m-instruct",
+                                                   HF_SNAPSHOT.format("SmolLM2-135M-Instruct"))
+        command = command.replace("~/.local/share/draftbench/models/smollm2-135m-draft-noisy-copy",
+                                  HF_SNAPSHOT.format("SmolLM2-135M-draft"))
+        out.append({**r, "command": command})
+    return out
+
+
+def _rect(widget, window) -> QRect:
+    return QRect(widget.mapTo(window, QPoint(0, 0)), widget.size())
+
+
+def test_filled_pages_fit_1280_and_nothing_overlaps(qtbot, tmp_path, vllm_install):
+    """A sweep being measured on Live, and Compare showing the demo sweep with its notes and a
+    serve command of models in the Hugging Face cache: each page leaves the window 1280 wide, and
+    on Compare the answer table, the notes under it and the command each have their own place."""
+    db = copy_db(DEMO_DB, tmp_path / "results.sqlite")
+    w = MainWindow(db, vllm_install)
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: w.opening is None and bool(w.compare.rows) and not w.compare.building, timeout=20000)
+    page = w.compare
+    page.show_view(compare_view.build(_long_paths(stored_runs(db)), db))
+    # The draft model's command, the longest: its --speculative-config names the draft's folder.
+    page.answer.selectRow(next(i for i, r in enumerate(page.view.answer) if "SmolLM2-135M-draft" in r["command"]))
+    assert HF_SNAPSHOT.format("SmolLM2-135M-draft") in page.chosen()["command"]
+    w.live.follow(db)
+    w.live.on_event(events.SweepStarted(experiment=1, db=str(db), runs=10, pending=10))
+    w.live.on_event(events.RunStarted(run=3, label="ngram N=2", index=3, total=10))
+    assert w.live.pace_note.isVisibleTo(w.live) and w.live.eta.text()
+    for i in range(w.tabs.count()):
+        w.tabs.setCurrentIndex(i)
+        qtbot.wait(20)
+        assert w.minimumSizeHint().width() <= 1280, (w.tabs.tabText(i), w.minimumSizeHint().width())
+    w.tabs.setCurrentWidget(page)
+    qtbot.waitUntil(lambda: w.size().toTuple() == (1280, 800), timeout=5000)
+    qtbot.wait(50)
+    assert page.crossover.isVisible() and page.command.isVisible()
+    parts = {"answer": page.answer, "notes": page.crossover, "command": page.command, "copy": page.copy_button}
+    rects = {name: _rect(widget, w) for name, widget in parts.items()}
+    for a, b in itertools.combinations(rects, 2):
+        assert not rects[a].intersects(rects[b]), (a, rects[a], b, rects[b])

@@ -17,8 +17,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
-    QPushButton, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
+    QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from app.exports import WHAT_IF_TABLE, write_report
@@ -199,8 +199,12 @@ class ComparePage(QWidget):
         top_box.addWidget(self.answer, 1)
         top_box.addWidget(self.crossover)
         top_box.addLayout(serve)
+        # A splitter sizes its part without asking how tall the wrapped notes under the answer need
+        # to be, so a short window drew them over the table: in a scroll area the part scrolls instead.
+        top_scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        top_scroll.setWidget(top)
         split = QSplitter(Qt.Vertical)
-        split.addWidget(top)
+        split.addWidget(top_scroll)
         split.addWidget(self.below)
         split.addWidget(self.what_if)
         split.setStretchFactor(0, 2)

@@ -10,9 +10,8 @@ from pathlib import Path
 import tomli_w
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-    QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
-    QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
 )
 
 from app.jobs import worker
@@ -23,7 +22,7 @@ from app.widgets.findings import FindingsPanel, plan_summary
 from app.widgets.long_value import LongValueEdit
 from app.widgets.methods_table import MethodsTable, parse_ints
 from app.widgets.profile_form import ProfileForm
-from app.widgets import form_keep
+from app.widgets import form_keep, plan_types
 from workbench import methods, plan
 from workbench.host import engine, gpus
 from workbench.plan import profiles
@@ -288,7 +287,8 @@ class ExperimentPage(QWidget):
     def load_file(self, path: Path) -> None:
         try:
             doc = tomllib.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            plan_types.check(doc)  # a value of the wrong type said in one line, before the form converts it
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, plan.PlanError) as exc:
             raise plan.PlanError(f"cannot open {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
         before, before_path = self.document_or_none(), self.plan_path
         self.plan_path = path  # first: relative paths in the plan are read against its folder

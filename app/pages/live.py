@@ -78,7 +78,8 @@ class LivePage(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the sweep: every server is shut down and the runs in flight are marked "
                                     "cancelled (Ctrl+.)")
-        self.stop_button.setShortcut("Ctrl+.")
+        # Ctrl+. belongs to the main window's Sweep > Stop, which works on every page: a second
+        # owner here would make Qt find the key ambiguous on this page and fire neither.
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop_requested)
         self.slots = SlotsTable()
@@ -97,17 +98,23 @@ class LivePage(QWidget):
         self.log.setToolTip("The vLLM server's output for this run")
         self.log.setFont(theme.mono())
 
+        # The clock and the pace note wrap on a line of their own under the progress bar: side by
+        # side with it, their longest texts held the window over 1280 pixels wide.
+        self.eta.setWordWrap(True)
+        self.pace_note.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(self.progress, 1)
-        top.addWidget(self.pace_note)
-        top.addWidget(self.eta)
         top.addWidget(self.stop_button)
+        clock = QHBoxLayout()
+        clock.addWidget(self.eta, 1)
+        clock.addWidget(self.pace_note)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.flag)
         layout.addWidget(self.warned)
         layout.addWidget(self.alarms)
         layout.addLayout(top)
+        layout.addLayout(clock)
         layout.addWidget(self.charts.no_gpu)
         layout.addWidget(self.adaptive)
         layout.addWidget(self.slots)

@@ -159,6 +159,11 @@ class TrainPage(QWidget):
         child, self.child = self.child, None
         code = child.exit_code
         self._set_running(False)
+        if self.progress.maximum() == 0:
+            # A busy bar (a step without a count yet) animates, a core's wake-ups included, for
+            # as long as it is shown: a run that ended mid-step leaves it empty and still.
+            self.progress.setRange(0, 1)
+            self.progress.reset()
         if self.summary is not None:
             outcome = "done"
             self.status.setText(f"Done: draft {self.summary['checkpoint']} registered as {self.summary['pair']}. "

@@ -164,6 +164,11 @@ def _looks(rows_by_series: dict[str, list[dict]]) -> dict[str, dict]:
 
 def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine, what_if: bool = False,
           symbol: str = "o") -> None:
+    # A line runs from left to right: the analysis may hand its points in another order (prompt
+    # length bins sorted as text put 128 before 73), which would draw the line back and forth.
+    order = np.argsort(np.asarray(x, float), kind="stable")
+    x, y = [x[i] for i in order], [y[i] for i in order]
+    ci = None if ci is None else [ci[i] for i in order]
     if what_if:
         what_if_look.line(w, colour, x, y, name, ci, symbol)
         return
@@ -194,7 +199,7 @@ def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, 
     for (context, what_if), (base, style) in sorted(baselines.items()):
         line_pen = (what_if_look.pen(palette.BASELINE) if what_if else
                     pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
-        w.plot([min(ns), max(ns)], [base, base], pen=line_pen,
+        w.plot(_span(ns), [base, base], pen=line_pen,
                name=f"baseline{' (what-if)' if what_if else ''} · {context}: {fmt.format(base)} {unit}")
 
 
@@ -283,9 +288,17 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
     return True
 
 
+def _span(xs: list) -> list[float]:
+    """Where a reference line runs: over the data's x range, or half a step either side of a lone
+    x. A line from x to x is drawn as nothing, and the view, ranged on the error bars' caps
+    alone, showed those caps across the whole plot."""
+    low, high = min(xs), max(xs)
+    return [low, high] if high > low else [low - 0.5, high + 0.5]
+
+
 def _unity(w: pg.PlotWidget, xs: list) -> None:
     """Speedup 1.0 (the baseline) as a grey line over the data's range, named in the legend."""
-    w.plot([min(xs), max(xs)], [1.0, 1.0], name="baseline (speedup 1.0)",
+    w.plot(_span(xs), [1.0, 1.0], name="baseline (speedup 1.0)",
            pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DotLine))
 
 

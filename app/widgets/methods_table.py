@@ -59,7 +59,7 @@ class MethodRow(QWidget):
         self.set_unavailable(unavailable or {})
         self.draft = LongValueEdit(entry.get("draft", ""))
         self.draft.setPlaceholderText("draft folder, Hub repo id or demo:NAME")
-        browse = QPushButton("…")
+        self.browse = browse = QPushButton("…")
         browse.setToolTip("Choose a draft model folder")
         browse.setFixedWidth(28)
         browse.clicked.connect(self._browse)
@@ -70,7 +70,7 @@ class MethodRow(QWidget):
         self.options = LongValueEdit(format_options(entry.get("options", {})))
         self.options.setPlaceholderText("options, e.g. prompt_lookup_max=4")
         self.optional = entry.get("optional", False)
-        remove = QPushButton("Remove")
+        self.remove_button = remove = QPushButton("Remove")
         remove.clicked.connect(lambda: self.removed.emit(self))
         # Two lines a method: on one, a draft checkpoint's name (often 30-50 characters) and an
         # option list both left a field too narrow to read at a 1280-pixel window.
@@ -100,6 +100,10 @@ class MethodRow(QWidget):
             self.shown: dict | None = self.entry(0)
         except plan.PlanError:
             self.shown = None  # an entry the row cannot show whole: every field is written back
+
+    def tab_order(self) -> list[QWidget]:
+        """The row's fields as they read: its first line, then its second."""
+        return [self.method, self.draft, self.browse, self.remove_button, self.n, self.options]
 
     def set_unavailable(self, reasons: dict[str, str]) -> None:
         """Methods the vLLM environment cannot run: greyed out in the list, with the reason and the
@@ -148,12 +152,12 @@ class MethodsTable(QGroupBox):
         self.rows: list[MethodRow] = []
         self.unavailable: dict[str, str] = {}
         self.box = QVBoxLayout()
-        add = QPushButton("Add method")
-        add.clicked.connect(lambda: self.add({"method": "ngram", "n": [2]}))
+        self.add_button = QPushButton("Add method")
+        self.add_button.clicked.connect(lambda: self.add({"method": "ngram", "n": [2]}))
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("each: method · draft checkpoint, then N values · options"))
         layout.addLayout(self.box)
-        layout.addWidget(add, alignment=Qt.AlignLeft)
+        layout.addWidget(self.add_button, alignment=Qt.AlignLeft)
 
     def add(self, entry: dict) -> None:
         row = MethodRow(entry, self.unavailable)
@@ -161,6 +165,16 @@ class MethodsTable(QGroupBox):
         row.changed.connect(self.changed)
         self.rows.append(row)
         self.box.addWidget(row)
+        # A widget joins the end of its window's focus chain, after the page's Run button: Tab
+        # would reach a row only after Run. Its fields go just before Add method, as they read,
+        # after the focusable widget before it (Qt orders nothing after a widget without focus).
+        before = self.add_button.previousInFocusChain()
+        while before.focusPolicy() == Qt.NoFocus and before is not self.add_button:
+            before = before.previousInFocusChain()
+        for field in row.tab_order():
+            QWidget.setTabOrder(before, field)
+            before = field
+        QWidget.setTabOrder(before, self.add_button)
         self.changed.emit()
 
     def set_available(self, modules: set[str], python: str) -> None:
