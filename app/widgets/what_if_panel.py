@@ -106,7 +106,7 @@ class WhatIfPanel(QGroupBox):
         rows = view.data.get("what_if") or []
         self.source = view.what_if_source if rows else ""
         self.setTitle(f"What-if (acceptance imposed: {self.source})" if rows else TITLE)
-        self.note.setText(NOTE.format(source=self.source))
+        self.note.setText(NOTE.format(source=self.source) + " " + report.WHAT_IF_ERROR)
         self.model.set_rows(rows)
         sentences = view.what_if_sentences
         # Escaped: the sentences say "c <= 64", which rich text would read as a tag.

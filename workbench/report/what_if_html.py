@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from workbench.report import palette
-from workbench.report.table import WHAT_IF_COLUMNS, WHAT_IF_TIPS, speedup_text, what_if_cell
+from workbench.report.table import WHAT_IF_COLUMNS, WHAT_IF_ERROR, WHAT_IF_TIPS, speedup_text, what_if_cell
 
 STYLE = """
 section.what-if { border: 2px dashed #8c6d00; padding: 0 1em 0.6em; margin: 1.5em 0;
@@ -53,6 +53,6 @@ def section(rows: list[dict], sentences: list[str], source: str, figures: str) -
         return ""
     said = "".join(f"<li>{_e(s)}</li>" for s in sentences)
     return (f'<section class="what-if" id="what-if"><h2>What-if (acceptance imposed: {_e(source)})</h2>'
-            f'<p class="note">{_e(DEFINITIONS)}</p>{table_html(rows)}'
+            f'<p class="note">{_e(DEFINITIONS)} {_e(WHAT_IF_ERROR)}</p>{table_html(rows)}'
             f"<h3>Where it pays</h3><ul>{said}</ul>"
             f'<div class="charts">{figures}</div></section>')
