@@ -13,6 +13,7 @@ no speculation). Cells are marked `measured curve` at the largest N (the model's
 `truncated curve` below it.
 
 usage: python bench/n_from_curve.py docs/gpu/real-drafter/real-vs-what-if-h200.json
+       python bench/n_from_curve.py --smoke     (the H200 rows kept in docs/gpu/real-drafter)
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def best(cells: list[dict], key: str) -> dict[int, int]:
     return by_c
 
 
+ROOT = Path(__file__).resolve().parents[1]
+KEPT = ROOT / "docs" / "gpu" / "real-drafter" / "real-vs-what-if-h200.json"
+
+
 def main() -> int:
-    rows = [r for f in sys.argv[1:] for r in json.loads(Path(f).read_text())]
+    files = [a for a in sys.argv[1:] if a != "--smoke"] or [str(KEPT)]
+    rows = [r for f in files for r in json.loads(Path(f).read_text())]
     cells = predict(rows)
     print("| N | c | curve | MAL predicted | MAL measured | tok/s predicted | tok/s measured | error | "
           "speedup predicted | speedup measured |")

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import SMOKE_HELP, skipped  # noqa: E402
 from gpu_fidelity import draftbench, paired_ratio, plan_text, prompt_counts, spread  # noqa: E402
 from workbench import launch, load, plan  # noqa: E402
 from workbench.host import engine  # noqa: E402
@@ -101,7 +102,22 @@ def row_of(n, c, count, real: list[dict], wi: list[dict], imposed) -> dict:
     }
 
 
+def smoke() -> int:
+    """The attach plan each window runs, checked; the table, of made-up rounds."""
+    args = argparse.Namespace(target="demo:smollm2-135m", max_model_len=2048, max_tokens=32, ignore_eos=True)
+    p = plan.loads(plan_text("rvw-smoke", args, "http://127.0.0.1:9", 6, 1))
+    print(f"plan: {len(p.runs)} run of 6 prompts at c=1 on an attached server")
+    skipped("both GPU servers and their rounds; the table is of made-up rounds")
+    run = {"mal": 2.3, "per_position": "[0.63, 0.43, 0.25]", "output_tokens": 1536, "id": 1}
+    real = [dict(run, output_tok_s=v, steady_tok_s=v) for v in (288.0, 283.0, 289.0)]
+    wi = [dict(run, output_tok_s=v, steady_tok_s=v) for v in (281.0, 269.0, 292.0)]
+    print(table([row_of(3, 1, 6, real, wi, [0.63, 0.43, 0.25])]))
+    return 0
+
+
 def main() -> int:
+    if "--smoke" in sys.argv[1:]:
+        return smoke()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pair", required=True, help="a folder with target/ and draft/ (bench/seeded_pair.py)")
     ap.add_argument("--n", type=int, action="append", required=True, help="speculative tokens; repeatable")
@@ -119,6 +135,7 @@ def main() -> int:
                          "served with dummy weights but imposes nothing (checks this script, measures nothing)")
     ap.add_argument("--seconds", type=float, default=540, help="no new server after this long, less a pair's start")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
     args.ignore_eos = True  # every answer max_tokens long on both sides: the what-if's dummy text may end early
     counts = DEFAULT_PROMPTS | prompt_counts(args.prompts)

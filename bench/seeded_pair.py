@@ -41,6 +41,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import SMOKE_HELP, skipped  # noqa: E402
 
 SHAPE = "llama-3.1-8b"
 LAYER_SCALE = 1e-3  # layer weights: small, so the residual stream stays the token's embedding
@@ -150,7 +153,27 @@ def last_prompt_tokens(target: Path, count: int = 32) -> list[int]:
     return out
 
 
+def smoke() -> int:
+    """The sigma search's pieces on a 512-token vocabulary on the CPU: maps, simulated curve."""
+    import torch
+    global DEVICE
+    DEVICE = "cpu"
+    skipped("the 8B pair's weights and the chat template (a GPU host writes them)")
+    embed = make_tensor("model.embed_tokens.weight", (512, 64), 0, torch)
+    head = make_tensor("lm_head.weight", (512, 64), 0, torch)
+    noise = make_tensor("draft.noise", (512, 64), 1, torch)
+    g = next_token_map(embed, head, torch)
+    for sigma in (0.0, 0.1, 0.4):
+        gd = next_token_map(embed, (head.float() + sigma * noise.float()).to(torch.bfloat16), torch)
+        curve = simulate(g, gd, list(range(8)), 3, 64)
+        print(f"sigma {sigma}: map agreement {(g == gd).float().mean().item():.3f}, simulated curve "
+              f"{[round(c, 3) for c in curve]}")
+    return 0
+
+
 def main() -> int:
+    if "--smoke" in sys.argv[1:]:
+        return smoke()
     import torch
     from workbench.checkpoints import shapes
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -160,6 +183,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=5, help="positions simulated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true", help="a 4-layer, 256-wide target on the CPU")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
     global DEVICE
     if args.tiny:
