@@ -5,11 +5,14 @@ recommended N. Read from the recorded sweeps (tests/helpers/recorded.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from helpers.recorded import DEMO_DB, GPU_DB, copy_db, stored_runs
 from workbench import store
-from workbench.analysis import latency
+from workbench.analysis import answer, compare, latency
 from workbench.usecases import compare_view
 
 
@@ -57,3 +60,54 @@ def test_mal_both_ways_pooled_and_mean_over_requests(demo, tmp_path):
     gpu_view = compare_view.build(stored_runs(gpu), gpu)
     assert all(r["request_mal"] is None and r["mal"] for r in gpu_view.measured_table)
     assert all(r["tpot_p50_ms"] for r in gpu_view.measured_table)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_show_prints_latency_beside_throughput_and_both_mals_by_name(demo):
+    done = _cli("show", "--db", str(demo))
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("latency beside throughput", 1)[1]
+    header = table.splitlines()[1]
+    for label in ("MAL pooled", "MAL req. mean", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms"):
+        assert label in header
+    ngram = next(line for line in table.splitlines() if line.startswith("ngram        4  builtin   4"))
+    assert "2.89" in ngram and "2.85" in ngram and "650.0 (×3.45)" in ngram
+    one = {line[:34].strip(): line[34:].strip() for line in _cli("show", "3", "--db", str(demo)).stdout.splitlines()}
+    assert one["MAL pooled (1 + accepted / drafts)"] == "2.325"
+    assert one["MAL mean over requests"] == "2.255"
+    assert one["TPOT mean/p50/p99 (ms)"] == "68.0 / 63.7 / 110.5"
+
+
+def test_the_best_n_under_an_itl_p99_bound(tmp_path):
+    rows = stored_runs(copy_db(GPU_DB, tmp_path / "gpu.sqlite"))
+    cs = compare.configs(rows)
+    by = {(r["method"], r["concurrency"]): r for r in answer.within_itl(cs, 30.0)}
+    # At c=8 n-gram N=2 is both the fastest (578 tok/s) and the smoother (ITL p99 23.9 ms): chosen.
+    assert by[("ngram", 8)]["n"] == 2 and "c=8 · ngram: N=2, 1.80x, ITL p99 23.9 ms (baseline 29.6 ms)" in \
+        by[("ngram", 8)]["text"]
+    # Were N=2 the one that stalls (its ITL p99 at 60 ms), the bound of 50 ms would pick the slower N=4.
+    stalling = [{**r, "itl_p99_ms": 60.0} if (r["method"], r["n"], r["concurrency"]) == ("ngram", 2, 8) else r
+                for r in rows]
+    bound = {(r["method"], r["concurrency"]): r for r in answer.within_itl(compare.configs(stalling), 50.0)}
+    assert bound[("ngram", 8)]["n"] == 4 and bound[("ngram", 8)]["unbounded_n"] == 2
+    assert "N=4, 1.15x, ITL p99 41.7 ms" in bound[("ngram", 8)]["text"]
+    assert "the fastest, N=2 (1.80x), has ITL p99 60.0 ms" in bound[("ngram", 8)]["text"]
+    # No draft-model N streams within 30 ms at c=1 (38.8 and 48.2 ms): said, with the lowest.
+    none = by[("draft_model", 1)]
+    assert none["n"] is None and "no N has ITL p99 <= 30 ms; the lowest is N=1 at 38.8 ms" in none["text"]
+    with pytest.raises(ValueError, match="ITL p99 bound"):
+        answer.within_itl(cs, -1.0)
+
+
+def test_show_max_itl_p99_and_a_bad_bound_in_one_line(demo):
+    done = _cli("show", "--db", str(demo), "--max-itl-p99", "300")
+    assert done.returncode == 0, done.stderr
+    bounded = done.stdout.split("best N with ITL p99 <= 300 ms", 1)[1]
+    assert "c=1 · ngram: N=2, 2.79x, ITL p99 245.5 ms" in bounded
+    assert "c=4 · draft_model: no N has ITL p99 <= 300 ms" in bounded
+    bad = _cli("show", "--db", str(demo), "--max-itl-p99", "-5")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == ["draftbench: --max-itl-p99 must be a number of milliseconds >= 0, not -5"]
