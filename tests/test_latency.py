@@ -9,9 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from PySide6.QtCore import Qt
 
 from helpers.recorded import DEMO_DB, GPU_DB, copy_db, stored_runs
-from workbench import store
+from workbench import report, store
 from workbench.analysis import answer, compare, latency
 from workbench.usecases import compare_view
 
@@ -111,3 +112,38 @@ def test_show_max_itl_p99_and_a_bad_bound_in_one_line(demo):
     bad = _cli("show", "--db", str(demo), "--max-itl-p99", "-5")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == ["draftbench: --max-itl-p99 must be a number of milliseconds >= 0, not -5"]
+
+
+def test_the_report_shows_latency_beside_each_best_n_with_definitions(demo):
+    view = compare_view.build(stored_runs(demo), demo)
+    page = report.render(report.Report(title="t", conditions="c", answer=view.answer, crossovers=view.crossovers,
+                                       speedups=view.speedups))
+    section = page.split('id="latency"', 1)[1].split("</table>", 1)[0]
+    assert "TPOT: (end-to-end latency - TTFT) / (output tokens - 1) per request" in section
+    for label in ("MAL pooled", "MAL req. mean", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms"):
+        assert f">{label}</th>" in section
+    assert 'title="Inter-token latency: the gaps between streamed chunks; 99th percentile' in section
+    # n-gram's best N at c=4 (N=2): its ITL p99 and the ratio to the baseline's (188.5 ms).
+    assert "<td>216.0 (×1.15)</td>" in section and "<td>2.34</td><td>2.28</td>" in section
+
+
+def test_compare_all_figures_has_latency_columns_with_their_definitions(qtbot, demo):
+    from app.pages.compare_page import ALL_COLUMNS, ComparePage
+
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.set_runs(stored_runs(demo), demo)
+    qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
+    model, keys = page.table_model, [key for key, _, _ in ALL_COLUMNS]
+    header = {key: (model.headerData(i, Qt.Horizontal), model.headerData(i, Qt.Horizontal, Qt.ToolTipRole))
+              for i, key in enumerate(keys)}
+    assert header["mal"][0] == "MAL pooled" and "1 + accepted / drafts" in header["mal"][1]
+    assert header["request_mal"][0] == "MAL req. mean" and "per request" in header["request_mal"][1]
+    assert header["ttft_p50_ms"][1].startswith("Time to first token")
+    assert "(end-to-end latency - TTFT) / (output tokens - 1) per request" in header["tpot_p50_ms"][1]
+    assert "gaps between streamed chunks" in header["itl_p99_ms"][1]
+    row = next(i for i in range(model.rowCount())
+               if (model.data(model.index(i, keys.index("method"))), model.data(model.index(i, keys.index("n"))),
+                   model.data(model.index(i, keys.index("concurrency")))) == ("ngram", "4", "4"))
+    assert model.data(model.index(row, keys.index("itl_p99_ms"))) == "650.0 (×3.45)"
+    assert model.data(model.index(row, keys.index("request_mal"))) == "2.85"
