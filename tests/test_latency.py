@@ -11,6 +11,7 @@ import sys
 import pytest
 from PySide6.QtCore import Qt
 
+from helpers.cli_table import shown_table
 from helpers.recorded import DEMO_DB, GPU_DB, copy_db, stored_runs
 from workbench import report, store
 from workbench.analysis import answer, compare, latency
@@ -70,12 +71,13 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_show_prints_latency_beside_throughput_and_both_mals_by_name(demo):
     done = _cli("show", "--db", str(demo))
     assert done.returncode == 0, done.stderr
-    table = done.stdout.split("latency beside throughput", 1)[1]
-    header = table.splitlines()[1]
+    table = shown_table(done.stdout)  # the Compare page's All figures, as that page shows it
+    header = table[0]
     for label in ("MAL pooled", "MAL req. mean", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms"):
         assert label in header
-    ngram = next(line for line in table.splitlines() if line.startswith("ngram        4  builtin   4"))
-    assert "2.89" in ngram and "2.85" in ngram and "650.0 (×3.45)" in ngram
+    ngram = dict(zip(header, next(r for r in table if r[1:5] == ["ngram", "builtin", "4", "4"])))
+    assert (ngram["MAL pooled"], ngram["MAL req. mean"], ngram["ITL p99 ms"]) == ("2.89", "2.85", "650.0 (×3.45)")
+    assert "MAL pooled = 1 + accepted / drafts over the window" in done.stdout
     one = {line[:34].strip(): line[34:].strip() for line in _cli("show", "3", "--db", str(demo)).stdout.splitlines()}
     assert one["MAL pooled (1 + accepted / drafts)"] == "2.325"
     assert one["MAL mean over requests"] == "2.255"

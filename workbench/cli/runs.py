@@ -104,8 +104,7 @@ def show(args) -> int:
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
-        print(f"\n{LATENCY_TITLE}")
-        print(latency_text(configurations))
+        print(f"\n  {LATENCY_NOTE}")
     if bound is not None:
         print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
         for row in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
@@ -130,8 +129,8 @@ def show(args) -> int:
 
 
 SPEEDUP_TITLE = "every configuration, as on the Compare page's All figures (speedup ± its 95% interval over repeats):"
-LATENCY_TITLE = ("latency beside throughput (× the baseline's at the same concurrency in brackets; MAL pooled = "
-                 "1 + accepted / drafts over the window, MAL req. mean = the mean of each request's):")
+LATENCY_NOTE = ("MAL pooled = 1 + accepted / drafts over the window (vLLM's), MAL req. mean = the mean of each "
+                "request's; TTFT, TPOT and ITL in ms, × the baseline's at the same concurrency in brackets")
 WHAT_IF_TITLE = ("what-if (acceptance imposed: {source}; dummy weights, never in the table above): step cost = "
                  "MAL read back / speedup, in baseline steps; it pays once MAL exceeds it:")
 
@@ -153,18 +152,11 @@ def print_what_if(cs: list) -> None:
 
 
 def speedup_text(configurations: list[dict]) -> str:
-    """The Compare page's speedup table, cell for cell."""
+    """The Compare page's All figures, cell for cell: latency included, so that a speedup is never
+    read without what it costs."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import report
 
-    return table([label for _, label, _ in report.CONFIG_COLUMNS],
-                 [[report.shown(r, key, fmt) for key, _, fmt in report.CONFIG_COLUMNS] for r in configurations])
+    return table([label for _, label, _ in report.ALL_FIGURES_COLUMNS],
+                 [[report.shown(r, key, fmt) for key, _, fmt in report.ALL_FIGURES_COLUMNS] for r in configurations])
 
-
-def latency_text(configurations: list[dict]) -> str:
-    """Each configuration's MAL both ways and its latency percentiles with their ratios."""
-    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench import report
-
-    return table([label for _, label, _ in report.LATENCY_TABLE],
-                 [[report.shown(r, key, fmt) for key, _, fmt in report.LATENCY_TABLE] for r in configurations])
