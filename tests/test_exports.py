@@ -69,7 +69,8 @@ def test_html_report_is_self_contained(qapp, rows, tmp_path):
     assert text.index("Which method and N is fastest") < text.index("<h2>Charts")
     assert "ngram (fastest measured: one run, no interval)" in text and "--speculative-config" in text.split("Serve it")[1].split("<h2>")[0]
     tables = [t.split("</table>")[0] for t in text.split("<table>")[1:]]
-    assert len(tables) == 2 and all(rows[0]["target"] not in t for t in tables)
+    # The answer, what its speedups cost in latency, and the runs.
+    assert len(tables) == 3 and all(rows[0]["target"] not in t for t in tables)
     assert ">smollm2-135m<" in tables[0] and rows[0]["target"] in text.split("<h2>Details")[1]
     for r in rows:
         assert r["command"] in text.replace("&quot;", '"').replace("&#x27;", "'")

@@ -9,9 +9,9 @@ import sys
 from PySide6.QtCore import Qt
 
 from app.pages.compare_page import ComparePage
+from helpers.cli_table import shown_table
 from helpers.recorded import copy_db
 from workbench import store
-from workbench.cli.runs import SPEEDUP_TITLE
 
 
 def with_second_repeats(recorded_db, path):
@@ -28,23 +28,6 @@ def with_second_repeats(recorded_db, path):
     rows = store.runs_of_experiment(db, exp)
     store.close(db)
     return rows
-
-
-def shown_table(stdout: str) -> list[list[str]]:
-    """The rows of the table under the title, cut at the columns its dashed line marks."""
-    lines = stdout.splitlines()
-    start = lines.index(SPEEDUP_TITLE) + 1
-    header, dashes, *rest = lines[start:]
-    spans, col = [], 0
-    for part in dashes.split("  "):
-        spans.append((col, col + len(part)))
-        col += len(part) + 2
-    body = []
-    for line in rest:
-        if not line.strip():
-            break
-        body.append([line[a:b].strip() for a, b in spans])
-    return [[header[a:b].strip() for a, b in spans]] + body
 
 
 def test_show_prints_the_compare_pages_table(qtbot, recorded_db, tmp_path):

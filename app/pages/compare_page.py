@@ -42,14 +42,14 @@ TIPS = {
     "acceptance_rate": "Accepted draft tokens / drafted tokens",
     "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
     "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
-    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean)",
+    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean)", **report.LATENCY_TIPS,
 }
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
 
-# "All figures" lists every N (the best of each method x workload x concurrency in bold); the
-# columns are those of `draftbench show`'s best-N table with N in place of best N.
-ALL_COLUMNS = report.CONFIG_COLUMNS
+# "All figures" lists every N (the best of each method x workload x concurrency in bold): `draftbench
+# show`'s columns with N for best N, the MAL both ways, and what each speedup costs in latency.
+ALL_COLUMNS = report.ALL_FIGURES_COLUMNS
 
 
 class SpeedupModel(RowsModel):

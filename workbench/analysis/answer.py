@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from workbench.analysis import alarms, lossless
+from workbench.analysis import alarms, latency, lossless
 from workbench.analysis import basis as throughput_basis
 from workbench.analysis.compare import Config, baseline_key
 
@@ -247,3 +247,43 @@ def conditions(rows: list[dict]) -> str:
     return (f"target {targets} · workload {values('workload')} · concurrency {values('concurrency')} · "
             f"temperature {values('temperature', lambda t: f'{t:g}')} · max tokens {values('max_tokens')} · "
             f"vLLM {values('vllm_version')}")
+
+
+def _ms(value: float | None) -> str:
+    return "not recorded" if value is None else f"{value:.1f} ms"
+
+
+def within_itl(cs: list[Config], max_itl_p99_ms: float) -> list[dict]:
+    """The best N under a latency bound: per target x workload x concurrency x method, the
+    configuration with the highest mean throughput among those whose ITL p99 (the mean over its
+    repeats) is at most `max_itl_p99_ms`, since a speedup bought with stalls in the stream may not
+    be one a service can take. `n` is None where none qualifies; `text` says what was chosen or
+    why nothing was, and the unbounded best N where the bound changed it. Measured runs only."""
+    if not max_itl_p99_ms >= 0:  # also refuses NaN
+        raise ValueError(f"the ITL p99 bound must be a number of milliseconds >= 0, not {max_itl_p99_ms}")
+    groups: dict[tuple, list[Config]] = {}
+    for c in cs:
+        if c.method != "baseline" and not c.what_if and c.speedup is not None:
+            groups.setdefault((c.target, c.workload, c.concurrency, c.method, c.draft), []).append(c)
+    out = []
+    for (target, workload, concurrency, method, _), group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        itl = {id(c): latency.mean_of(c.rows, "itl_p99_ms") for c in group}
+        # A configuration that recorded no ITL p99 cannot be shown to meet the bound: it never does.
+        known = {key: value for key, value in itl.items() if value is not None}
+        fits = [c for c in group if known.get(id(c), math.inf) <= max_itl_p99_ms]
+        best, unbounded = (max(fits, key=_tok_s) if fits else None), max(group, key=_tok_s)
+        base = group[0].baseline
+        where = f"{short_model(target)} · {workload} · c={concurrency} · {method}"
+        base_itl = f" (baseline {_ms(latency.mean_of(base.rows, 'itl_p99_ms'))})" if base else ""
+        if best is None:
+            lowest = min(group, key=lambda c: known.get(id(c), math.inf))
+            text = (f"{where}: no N has ITL p99 <= {max_itl_p99_ms:g} ms; the lowest is N={lowest.n} at "
+                    f"{_ms(itl[id(lowest)])}{base_itl}")
+        else:
+            text = (f"{where}: N={best.n}, {_speedup(best):.2f}x, ITL p99 {_ms(itl[id(best)])}{base_itl}"
+                    + ("" if best is unbounded else f"; the fastest, N={unbounded.n} ({_speedup(unbounded):.2f}x), "
+                       f"has ITL p99 {_ms(itl[id(unbounded)])}"))
+        out.append({"target": target, "workload": workload, "concurrency": concurrency, "method": method,
+                    "n": best.n if best else None, "speedup": best.speedup if best else None,
+                    "itl_p99_ms": itl[id(best)] if best else None, "unbounded_n": unbounded.n, "text": text})
+    return out

@@ -1,5 +1,5 @@
 """Comparing runs: repeats aggregated with 95% confidence intervals, speedup against the matching
-baseline, best N, efficiency, and the data behind every Compare chart (pure, no Qt)."""
+baseline, best N, efficiency, what each costs in latency, and every Compare chart's data (pure, no Qt)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from workbench import store
 from workbench.analysis import basis as throughput_basis
-from workbench.analysis import prefix_cache
+from workbench.analysis import latency, prefix_cache
 from workbench.metrics import telemetry
 
 # A baseline matches a speculative run when everything but the drafting method is the same.
@@ -267,7 +267,7 @@ def _figures(c: Config) -> dict:
         "throughput_basis": c.basis, "window_tok_s": c.window_tok_s.mean,
         "prefix_cache_hit_rate": c.prefix_cache_hit_rate,
         "baseline_prefix_cache_hit_rate": c.baseline.prefix_cache_hit_rate if c.baseline else None,
-        "cache_warning": c.cache_warning,
+        "cache_warning": c.cache_warning, **latency.figures(c.rows, c.baseline.rows if c.baseline else None),
     }
 
 

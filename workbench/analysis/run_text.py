@@ -8,7 +8,7 @@ import json
 
 from workbench import store
 from workbench.host import provenance
-from workbench.analysis import alarms, compare, lossless
+from workbench.analysis import alarms, compare, latency, lossless
 from workbench.metrics import steady_state
 
 
@@ -132,7 +132,16 @@ def _requests(db: store.Database, r: dict) -> str:
     return f"{ok}/{failed}" if ok or failed else "-"
 
 
+def _latency(r: dict) -> list[tuple[str, str]]:
+    """TTFT, ITL and TPOT as `vllm bench serve` defines them; TPOT's percentiles from the requests."""
+    def three(kind: str) -> str:
+        return " / ".join(_f(r.get(f"{kind}_{q}_ms"), ".1f") or "-" for q in ("mean", "p50", "p99"))
+    return [("TTFT mean/p50/p99 (ms)", three("ttft")), ("ITL mean/p50/p99 (ms)", three("itl")),
+            ("TPOT mean/p50/p99 (ms)", three("tpot"))]
+
+
 def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
+    r = latency.with_requests(db, [r])[0]  # with what only its requests hold (TPOT percentiles, request MAL)
     siblings = store.runs_of_experiment(db, r["experiment_id"])
     s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
     pp = json.loads(r["per_position"]) if r["per_position"] else None
@@ -146,12 +155,11 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
         ("speedup vs baseline", _f(s, ".2f")), ("prefix cache hit rate", _prefix_cache(r)),
-        ("MAL", _f(r["mal"], ".3f")), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
+        ("MAL pooled (1 + accepted / drafts)", _f(r["mal"], ".3f")),
+        ("MAL mean over requests", _f(r.get("request_mal"), ".3f") or "not recorded"), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"), *_alarms(db, r), *_lossless(r),
         ("drafts / drafted / accepted", f"{_f(r['drafts'], '.0f')} / {_f(r['draft_tokens'], '.0f')} / {_f(r['accepted'], '.0f')}"),
-        ("TTFT mean/p99 (ms)", f"{_f(r['ttft_mean_ms'], '.1f')} / {_f(r['ttft_p99_ms'], '.1f')}"),
-        ("ITL mean/p99 (ms)", f"{_f(r['itl_mean_ms'], '.1f')} / {_f(r['itl_p99_ms'], '.1f')}"),
-        ("TPOT mean (ms)", _f(r["tpot_mean_ms"], ".1f")),
+        *_latency(r),
         ("prompts seen before", "yes" if r["prompts_seen_before"] else "no"),
         *[("warning", w) for w in json.loads(r.get("warnings") or "[]")],
         ("vLLM", f"{r['vllm_version']}" + (f" (torch {r['torch_version']})" if r.get("torch_version") else "")),

@@ -20,6 +20,9 @@ def register(sub) -> None:
     s.add_argument("--json", action="store_true")
     s.add_argument("--include-partial", action="store_true",
                    help="count runs whose requests partly failed in the speedups (left out by default)")
+    s.add_argument("--max-itl-p99", type=float, metavar="MS",
+                   help="also the best N per concurrency among configurations whose ITL p99 is at most MS "
+                        "milliseconds (speculation can buy throughput with stalls in the stream)")
     s.set_defaults(handler=show)
 
 
@@ -54,8 +57,13 @@ def runs(args) -> int:
 def show(args) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import analysis, store
-    from workbench.analysis import answer, compare
+    from workbench.analysis import answer, compare, latency
 
+    bound = getattr(args, "max_itl_p99", None)
+    if bound is not None and not bound >= 0:  # NaN too
+        raise CliError(f"--max-itl-p99 must be a number of milliseconds >= 0, not {bound:g}")
+    if bound is not None and args.run is not None:
+        raise CliError("--max-itl-p99 bounds an experiment's best N: leave out the run id")
     db = open_db(args.db, readonly=True)
     if args.run is not None:
         row = store.run(db, args.run)
@@ -89,12 +97,18 @@ def show(args) -> int:
         header.append("what-if")
         keys.append("what_if")
     print(table(header, [[r[k] for k in keys] for r in rows]))
-    stored = store.runs_of_experiment(db, exp)
+    # With what only the requests hold (TPOT percentiles, the per-request MAL).
+    stored = latency.with_requests(db, store.runs_of_experiment(db, exp))
     cs = compare.configs(stored, args.include_partial)
     configurations = compare.config_table(cs)
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
         print(speedup_text(configurations))
+        print(f"\n  {LATENCY_NOTE}")
+    if bound is not None:
+        print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
+        for row in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
+            print(f"  {row['text']}")
     notes = answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
     if notes:
         print()
@@ -115,6 +129,8 @@ def show(args) -> int:
 
 
 SPEEDUP_TITLE = "every configuration, as on the Compare page's All figures (speedup ± its 95% interval over repeats):"
+LATENCY_NOTE = ("MAL pooled = 1 + accepted / drafts over the window (vLLM's), MAL req. mean = the mean of each "
+                "request's; TTFT, TPOT and ITL in ms, × the baseline's at the same concurrency in brackets")
 WHAT_IF_TITLE = ("what-if (acceptance imposed: {source}; dummy weights, never in the table above): step cost = "
                  "MAL read back / speedup, in baseline steps; it pays once MAL exceeds it:")
 
@@ -136,9 +152,11 @@ def print_what_if(cs: list) -> None:
 
 
 def speedup_text(configurations: list[dict]) -> str:
-    """The Compare page's speedup table, cell for cell."""
+    """The Compare page's All figures, cell for cell: latency included, so that a speedup is never
+    read without what it costs."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import report
 
-    return table([label for _, label, _ in report.CONFIG_COLUMNS],
-                 [[report.shown(r, key, fmt) for key, _, fmt in report.CONFIG_COLUMNS] for r in configurations])
+    return table([label for _, label, _ in report.ALL_FIGURES_COLUMNS],
+                 [[report.shown(r, key, fmt) for key, _, fmt in report.ALL_FIGURES_COLUMNS] for r in configurations])
+

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from workbench import __version__
 from workbench.report.provenance_html import section as provenance_section
 from workbench.report import palette, what_if_html
-from workbench.report.table import cell, speedup_text
+from workbench.report.table import LATENCY_TABLE, LATENCY_TIPS, cell, speedup_text
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; padding: 0 1.5em; color: #222; max-width: 1200px; }
@@ -76,6 +76,22 @@ def answer_html(rows: list[dict]) -> str:
         f'<td>{cell(r, "tok_s", "{:.1f}")}</td><td>{cell(r, "baseline_tok_s", "{:.1f}")}</td>'
         f'<td>{cell(r, "mal", "{:.2f}")}</td><td>{r["repeats"]}</td></tr>' for r in rows)
     return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def latency_html(rows: list[dict]) -> str:
+    """Each method's best N beside what it costs in latency, and its MAL both ways: a speedup can be
+    bought with slower streaming, which the answer above does not show."""
+    if not rows:
+        return ""
+    columns = [("best_n", "Best N", "{}") if key == "n" else (key, label, fmt) for key, label, fmt in LATENCY_TABLE]
+    head = "".join(f'<th title="{_e(LATENCY_TIPS.get(key, ""))}">{_e(label)}</th>' for key, label, _ in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_e(cell(r, key, fmt))}</td>" for key, _, fmt in columns) + "</tr>"
+                   for r in rows)
+    return ('<h3 id="latency">What each speedup costs in latency</h3><p class="note">TTFT: time to first token. '
+            "TPOT: (end-to-end latency - TTFT) / (output tokens - 1) per request. ITL: the gaps between streamed "
+            "chunks. p50/p99 over the window's requests (gaps for ITL); × in brackets: the ratio to the baseline's "
+            "at the same concurrency. MAL pooled = 1 + accepted / drafts over the window (vLLM's); MAL req. mean = "
+            f"the mean of each request's.</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def serve_html(rows: list[dict], why_none_pays: Sequence[str] = ()) -> str:
@@ -157,6 +173,7 @@ def render(r: Report) -> str:
 matching baseline's (same target, workload, concurrency and sampling); ± is a 95% confidence interval over
 repeats; "beyond noise" when that interval excludes 1.0.{only_measured}</p>
 {answer_html(r.answer)}
+{latency_html(r.speedups)}
 <h3>Where speculation stops paying</h3><ul>{crossings}</ul>
 <h3>Serve it</h3>{serve}
 {trust_html(r.trust)}

@@ -12,12 +12,47 @@ TABLE_COLUMNS = [
 # Every configuration (compare.config_table), as the Compare page's "All figures" and `draftbench
 # show` list them: N in place of best N, the best N of each method marked.
 CONFIG_COLUMNS = [("n", "N", "{}") if key == "best_n" else (key, label, fmt) for key, label, fmt in TABLE_COLUMNS]
+# Latency beside throughput (workbench.analysis.latency): speculation can buy tokens/s with slower
+# streaming, so each cell holds the configuration's figure and, in brackets, its ratio to the
+# baseline's at the same concurrency (above 1: slower than without speculation).
+LATENCY_COLUMNS = [
+    ("ttft_p50_ms", "TTFT p50 ms", "{:.1f}"), ("ttft_p99_ms", "TTFT p99 ms", "{:.1f}"),
+    ("tpot_p50_ms", "TPOT p50 ms", "{:.1f}"), ("itl_p50_ms", "ITL p50 ms", "{:.1f}"),
+    ("itl_p99_ms", "ITL p99 ms", "{:.1f}"),
+]
+# The MAL two ways, each named: they differ where requests accept unevenly.
+MAL_COLUMNS = [("mal", "MAL pooled", "{:.2f}"), ("request_mal", "MAL req. mean", "{:.2f}")]
+# The latency and MAL table of `draftbench show` and the report.
+LATENCY_TABLE = [("method", "Method", "{}"), ("n", "N", "{}"), ("workload", "Workload", "{}"),
+                 ("concurrency", "Conc.", "{}"), ("speedup", "Speedup", "{:.2f}"), *MAL_COLUMNS, *LATENCY_COLUMNS]
+# The Compare page's "All figures": every configuration's, its MAL both ways and its latency beside.
+ALL_FIGURES_COLUMNS = [c for key, label, fmt in CONFIG_COLUMNS
+                       for c in (MAL_COLUMNS if key == "mal" else [(key, label, fmt)])] + LATENCY_COLUMNS
+_RATIO = " (× the baseline's at the same concurrency, in brackets)"
+LATENCY_TIPS = {
+    "ttft_p50_ms": "Time to first token: from sending the request to its first streamed token; median over "
+                   "the window's requests" + _RATIO,
+    "ttft_p99_ms": "Time to first token: from sending the request to its first streamed token; 99th percentile "
+                   "over the window's requests" + _RATIO,
+    "tpot_p50_ms": "Time per output token: (end-to-end latency - TTFT) / (output tokens - 1) per request; median "
+                   "over the window's requests (from the stored requests)" + _RATIO,
+    "itl_p50_ms": "Inter-token latency: the gaps between streamed chunks (a chunk may carry several tokens when "
+                  "drafts are accepted); median over every gap in the window" + _RATIO,
+    "itl_p99_ms": "Inter-token latency: the gaps between streamed chunks; 99th percentile over every gap in the "
+                  "window, what a reader of the stream sees as stalls" + _RATIO,
+    "mal": "Mean acceptance length, pooled as vLLM reports it: 1 + accepted / drafts over the window's counters",
+    "request_mal": "Mean acceptance length per request (vLLM's per-request spec-decode figures), averaged over "
+                   "the requests that drafted: short requests count as much as long ones",
+}
 
 
 def cell(row: dict, key: str, fmt: str) -> str:
     value = row.get(key)
     if value is None:
         return "–"
+    ratio = row.get(key.removesuffix("_ms") + "_ratio") if key.endswith("_ms") else None
+    if ratio is not None:
+        return f"{fmt.format(value)} (×{ratio:.2f})"
     if key == "speedup" and row.get("speedup_ci95") is not None:
         mark = "" if row.get("beyond_noise") else " (within noise)"
         return f"{value:.2f} ± {row['speedup_ci95']:.2f}{mark}"

@@ -184,6 +184,18 @@ def spec_requests(db: Database, run_ids: list[int]) -> list[tuple]:
         f"AND q.ok = 1 AND q.spec_drafts > 0", list(run_ids)).fetchall()
 
 
+def request_timings(db: Database, run_ids: list[int]) -> list[tuple]:
+    """The successful requests of these runs, as their latency figures need them: (run id, TTFT ms,
+    end-to-end latency ms, output tokens, drafting steps, per-request MAL; the last two None where vLLM
+    did not report them)."""
+    if not run_ids or not _has(db, "requests"):
+        return []
+    marks = ",".join("?" * len(run_ids))
+    return db.execute(
+        f"SELECT run_id, ttft_ms, latency_ms, output_tokens, spec_drafts, spec_mal FROM requests WHERE run_id IN ({marks}) "
+        f"AND ok = 1 ORDER BY run_id, id", list(run_ids)).fetchall()
+
+
 def run_feed(db: Database, run_id: int, after_ids: dict[str, int]) -> tuple[dict[str, list[tuple]], dict[str, int]]:
     """For each table named in after_ids, the run's rows above that id (FEED_COLUMNS of them), and
     the new highest id per table. A writer holding the lock for a moment ends the read early:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import store
-from workbench.analysis import answer, breakeven, compare, recommend
+from workbench.analysis import answer, breakeven, compare, latency, recommend
 from workbench.host import provenance
 from workbench.usecases import commands
 from workbench.usecases.chart_names import ALL_CHARTS, has_data
@@ -80,6 +80,16 @@ def chart_data(rows: list[dict], cs: list[compare.Config], db_path: str | Path |
     return data
 
 
+def with_requests(rows: list[dict], db_path: str | Path) -> list[dict]:
+    """The runs with the figures only their requests hold (TPOT percentiles, the per-request MAL):
+    workbench.analysis.latency."""
+    db = store.open_db(db_path, readonly=True)
+    try:
+        return latency.with_requests(db, rows)
+    finally:
+        store.close(db)
+
+
 def provenance_differences(rows: list[dict]) -> list[tuple[str, dict[str, list[int]]]]:
     """The fields on which the runs' recorded provenance differs (runs without one left out)."""
     return provenance.differences({r["id"]: json.loads(r["provenance"]) if r.get("provenance") else None
@@ -97,6 +107,8 @@ def tally(rows: list[dict]) -> Tally:
 
 def build(rows: list[dict], db_path: str | Path | None = None, include_partial: bool = False) -> CompareView:
     """The view of `rows`; reads the database at `db_path` (per-request and GPU figures) when it exists."""
+    if db_path is not None and Path(db_path).exists():
+        rows = with_requests(rows, db_path)
     cs = compare.configs(rows, include_partial)
     data = chart_data(rows, cs, db_path, include_partial)
     by_id = {r["id"]: r for r in rows}
