@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 
 from workbench import store
+from workbench.metrics.percentiles import percentile
 
 # Each per-run percentile a configuration carries; a configuration's is the mean over its repeats
 # (a percentile of pooled requests would let one long repeat outvote the others).
@@ -21,17 +22,6 @@ METRICS = ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_
 def ratio_key(key: str) -> str:
     """Where a metric's ratio to its baseline's is kept: `itl_p99_ms` -> `itl_p99_ratio`."""
     return key.removesuffix("_ms") + "_ratio"
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks, as the run's stored TTFT and ITL percentiles
-    (workbench.sweep.window), so a TPOT p50 and an ITL p50 are read the same way."""
-    if not values:
-        return None
-    values = sorted(values)
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def with_requests(db: store.Database, rows: list[dict]) -> list[dict]:

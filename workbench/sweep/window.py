@@ -15,15 +15,7 @@ from typing import Any
 
 from workbench import load, metrics
 from workbench.metrics import steady_state
-
-
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    values = sorted(values)
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+from workbench.metrics.percentiles import percentile as _pct
 
 
 def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict:
