@@ -89,3 +89,39 @@ def test_the_plan_may_run_them_without_a_baseline(demo_models, vllm_install, tmp
 def test_bad_baseline_options_are_one_line(sweep, error):
     with pytest.raises(plan.PlanError, match="^" + error.replace("(", r"\(").replace(")", r"\)") + "$"):
         plan.loads(standin_plan(sweep))
+
+
+def test_compare_says_why_without_a_baseline_and_offers_to_run_it_again(demo_models, vllm_install, tmp_path,
+                                                                        monkeypatch, qtbot):
+    from app.pages.compare_page import ComparePage
+    from workbench import store
+    from workbench.usecases import compare_view, sweeps
+
+    _failing_baseline(monkeypatch, tmp_path, 2)
+    summary, _, _ = _sweep(tmp_path, vllm_install, {"without_baseline": "run"})
+    db_path = tmp_path / "r.sqlite"
+    rows = compare_view.select(db_path)
+    view = compare_view.build(rows, db_path)
+    assert view.answer == []
+    assert view.no_baseline == ("No speedup can be given: the baseline has no completed run (it failed: "
+                                "vLLM exited during start-up: RuntimeError: killed by the test), so nothing here can be compared with it.")
+    page = ComparePage()
+    qtbot.addWidget(page)
+    page.show_view(view)
+    note = page.baseline_note
+    assert note.isVisibleTo(page) and note.label.text() == view.no_baseline
+    assert note.button.text() == "Run the baseline again" and note.button.isVisibleTo(page)
+    with qtbot.waitSignal(note.run_again) as asked:
+        note.button.click()
+    assert asked.args == [summary["experiment"]]
+    # The plan that runs it again resumes the same experiment: its failed baseline runs are all it has left.
+    again = plan.load(sweeps.plan_file_of(db_path, summary["experiment"]))
+    db = store.open_db(db_path, readonly=True)
+    try:
+        assert store.latest_experiment(db) == summary["experiment"]
+        assert {r["key"] for r in store.runs_of_experiment(db, summary["experiment"])} == {r.key for r in again.runs}
+    finally:
+        store.close(db)
+    # With a baseline there is nothing to say.
+    page.show_view(compare_view.build([]))
+    assert not note.isVisibleTo(page)
