@@ -25,6 +25,7 @@ from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
 from app.remote_run import RemoteRun
+from app.rerun import Rerun
 from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
 from workbench.usecases.export_options import NoExperiments
@@ -87,6 +88,8 @@ class MainWindow(QMainWindow):
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
         self.remote_run = RemoteRun(self, self.experiment)
+        self.rerun = Rerun(self)
+        self.compare.baseline_note.run_again.connect(self.rerun.baseline_again)
         menus.build(self)
 
         last_plan = self.settings.value("plan/last")
@@ -262,9 +265,11 @@ class MainWindow(QMainWindow):
         folder.mkdir(parents=True, exist_ok=True)
         plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
         plan_file.write_text(self.experiment.text_for_run())
+        self.start_file(plan_file, remote=self.experiment.run_remote, ray=self.experiment.profile_form.ray_address())
+
+    def start_file(self, plan_file: Path, remote: str | None = None, ray: str | None = None) -> None:
         try:
-            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=self.experiment.run_remote,
-                                ray=self.experiment.profile_form.ray_address())
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=remote, ray=ray)
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
             return

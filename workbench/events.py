@@ -108,6 +108,7 @@ class SweepFinished(Event):
     error: str | None = None
     launches: int | None = None          # adaptive sweeps: servers started
     recommendations: list | None = None  # adaptive sweeps: each context's Recommendation, as JSON
+    note: str | None = None              # one line about runs the sweep chose not to start, and why
 
 
 @_record

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
     QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
@@ -24,8 +24,9 @@ from PySide6.QtWidgets import (
 from app.exports import WHAT_IF_TABLE, write_report
 from app.jobs import worker
 from app.models.answer_model import AnswerModel
-from app.models.runs_model import RowsModel
+from app.models.speedup_model import ALL_COLUMNS, SpeedupModel  # noqa: F401 - ALL_COLUMNS read from here
 from app.widgets import chart_export, charts as chartlib
+from app.widgets.baseline_note import BaselineNote
 from app.widgets.provenance_note import ProvenanceNote
 from app.widgets.what_if_panel import WhatIfPanel
 from workbench import report, store
@@ -33,59 +34,7 @@ from workbench.usecases import compare_view
 from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES
 from workbench.usecases.compare_view import CompareView
 
-TIPS = {
-    "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
-    "n": "The number of speculative tokens; the best N of each method, workload and concurrency in bold",
-    "speedup": "Output tokens/s / the matching baseline's; ± is a 95% confidence interval over repeats, "
-               "marked 'within noise' when it includes 1.0",
-    "mal": "Mean acceptance length = 1 + accepted / drafts",
-    "acceptance_rate": "Accepted draft tokens / drafted tokens",
-    "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
-    "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
-    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean)", **report.LATENCY_TIPS,
-}
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
-
-
-# "All figures" lists every N (the best of each method x workload x concurrency in bold): `draftbench
-# show`'s columns with N for best N, the MAL both ways, and what each speedup costs in latency.
-ALL_COLUMNS = report.ALL_FIGURES_COLUMNS
-
-
-class SpeedupModel(RowsModel):
-    """Every figure of every configuration, its method's best N in bold."""
-    columns = ALL_COLUMNS
-
-    def data(self, index, role=Qt.DisplayRole):
-        if not index.isValid():
-            return None
-        key, _, fmt = ALL_COLUMNS[index.column()]
-        row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
-            return report.shown(row, key, fmt)
-        if role == Qt.UserRole:
-            return row.get(key)
-        if role == Qt.ToolTipRole and key == "target":
-            return row.get(key)
-        if role == Qt.FontRole and (row.get("what_if") or row.get("best")):
-            font = QFont()  # a what-if row (let in by the user's tick) in italics; the best N in bold
-            font.setItalic(bool(row.get("what_if")))
-            font.setBold(bool(row.get("best")))
-            return font
-        if row.get("what_if"):
-            if role == Qt.ToolTipRole:
-                return f"what-if, acceptance imposed: {row.get('imposed_source')} (dummy weights, not measured)"
-        return None
-
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation != Qt.Horizontal or not 0 <= section < len(ALL_COLUMNS):
-            return None
-        key, label, _ = ALL_COLUMNS[section]
-        if role == Qt.DisplayRole:
-            return label
-        if role == Qt.ToolTipRole:
-            return TIPS.get(key)
-        return None
 
 
 def _table(model) -> QTableView:
@@ -128,6 +77,7 @@ class ComparePage(QWidget):
         self.answer.selectionModel().selectionChanged.connect(self._chosen)
         self.crossover = QLabel("")
         self.crossover.setWordWrap(True)
+        self.baseline_note = BaselineNote()  # its run_again is the main window's to answer
         self.copy_button = QPushButton("Copy serve command")
         self.copy_button.setToolTip("The exact `vllm serve … --speculative-config …` of the chosen configuration, "
                                     "as it was measured (port 8000), to the clipboard")
@@ -197,6 +147,7 @@ class ComparePage(QWidget):
         top_box = QVBoxLayout(top)
         top_box.setContentsMargins(0, 0, 0, 0)
         top_box.addWidget(self.answer, 1)
+        top_box.addWidget(self.baseline_note)
         top_box.addWidget(self.crossover)
         top_box.addLayout(serve)
         # A splitter sizes its part without asking how tall the wrapped notes under the answer need
@@ -270,6 +221,7 @@ class ComparePage(QWidget):
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)
         self.crossover.setVisible(bool(text))
+        self.baseline_note.show_reason(view.no_baseline, view.tally.experiments)
         self._fill_chooser()
         fastest = next((i for i, r in enumerate(view.answer) if r["fastest"]), 0 if view.answer else None)
         if fastest is not None:

@@ -107,6 +107,21 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
     return rows
 
 
+def no_baseline(rows: list[dict], answer: list[dict]) -> str:
+    """Why there is no answer when it is for want of a baseline, in one sentence ("" otherwise):
+    speculative runs are there but no measured baseline run completed (failed, or not run yet)."""
+    measured = [r for r in rows if not r.get("what_if")]
+    if answer or not any(r["method"] != "baseline" for r in measured):
+        return ""
+    base = [r for r in measured if r["method"] == "baseline"]
+    if any(r["status"] == "completed" for r in base):
+        return ""
+    errors = [r["error"] for r in base if r["status"] in ("failed", "partial") and r.get("error")]
+    why = f"it failed: {errors[-1].strip().splitlines()[0].rstrip('.')}" if errors else (
+        "it has not run yet" if base else "it is not among these runs")
+    return f"No speedup can be given: the baseline has no completed run ({why}), so nothing here can be compared with it."
+
+
 def basis_notes(cs: list[Config]) -> list[str]:
     """Which throughput the speedups rest on and why: one line when every comparison uses the same
     basis for the same reason, else one per target x workload x concurrency."""

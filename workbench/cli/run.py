@@ -86,9 +86,10 @@ def run(args) -> int:
 
 
 def _with_adaptive_lines(write: events.Emit) -> events.Emit:
-    """Every event goes to `write`; an adaptive sweep's decisions and a run's acceptance alarms
-    are also said in words on stderr, where a person running the sweep looks (prefixed
-    `adaptive:` and `alarm:`, not `draftbench:`, which the app reads as an error)."""
+    """Every event goes to `write`; an adaptive sweep's decisions, a run's acceptance alarms and
+    runs held back for want of a baseline are also said in words on stderr, where a person running
+    the sweep looks (prefixed `adaptive:`, `alarm:` and `baseline:`, not `draftbench:`, which the
+    app reads as an error)."""
 
     def emit(event: events.Event) -> None:
         write(event)
@@ -101,6 +102,8 @@ def _with_adaptive_lines(write: events.Emit) -> events.Emit:
             print(f"adaptive: {event.message}", file=sys.stderr)
         elif isinstance(event, events.Alarm):
             print(f"alarm: run {event.run}: {event.message}", file=sys.stderr)
+        elif isinstance(event, events.SweepFinished) and event.note:
+            print(f"baseline: {event.note}", file=sys.stderr)
 
     return emit
 

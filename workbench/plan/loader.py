@@ -70,9 +70,10 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
         raise PlanError("[sweep] must be a table")
-    unknown = set(sweep_t) - {"mode", "relaunch", "parallel", "baseline"}
+    unknown = set(sweep_t) - {"mode", "relaunch", "parallel", "baseline", "baseline_retries", "without_baseline"}
     if unknown:
-        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch, parallel or baseline")
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch, parallel, baseline, "
+                        "baseline_retries or without_baseline")
     mode = sweep_t.get("mode", "exhaustive")
     if mode not in MODES:
         raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -88,6 +89,12 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         raise PlanError("sweep.baseline must be true or false")
     if not with_baseline and mode == "adaptive":
         raise PlanError("sweep.baseline = false: an adaptive sweep predicts from the baseline, so it needs one")
+    # A failed baseline is retried before any speculative run starts: without it nothing they
+    # measure can be compared. Still failed after that: their runs wait ("skip") unless told to go on.
+    baseline_retries = _number(sweep_t, "baseline_retries", 1, 0, 5, "sweep", integer=True)
+    without_baseline = sweep_t.get("without_baseline", "skip")
+    if without_baseline not in ("skip", "run"):
+        raise PlanError(f'sweep.without_baseline must be "skip" or "run", not {without_baseline!r}')
     what_if = mode == "what-if"
     if what_if and profile.kind == "attach":
         raise PlanError("a what-if sweep needs servers Draftbench starts (dummy weights, imposed acceptance): "
@@ -243,4 +250,5 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                                     float(top_p), warmup, ignore_eos))
     name = str(doc.get("name") or Path(path).stem)
     return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel,
-                auto_repeats=auto_repeats)
+                auto_repeats=auto_repeats, baseline_retries=int(baseline_retries),
+                without_baseline=without_baseline)

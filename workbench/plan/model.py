@@ -137,6 +137,11 @@ class Plan:
     parallel: int | str | None = None
     # Repeats that stop when the interval is narrow enough; None: every repeat listed runs.
     auto_repeats: AutoRepeats | None = None
+    # `[sweep] baseline_retries`: how many more times a failed baseline run is tried before the
+    # speculative runs start; `without_baseline`: what they do when it still failed ("skip": they
+    # wait for a sweep that has a baseline; "run": measured anyway). Neither changes the plan's hash.
+    baseline_retries: int = 1
+    without_baseline: str = "skip"
 
     @property
     def hash(self) -> str:

@@ -47,6 +47,12 @@ def experiment_plan(db: Database, experiment_id: int) -> str | None:
     return row[0] if row else None
 
 
+def experiment_source(db: Database, experiment_id: int) -> tuple[str, str] | None:
+    """An experiment's plan text and the file it was read from, as stored when it started."""
+    row = db.execute("SELECT plan, plan_path FROM experiments WHERE id = ?", [experiment_id]).fetchone()
+    return (row[0], row[1]) if row else None
+
+
 def request_counts(db: Database, run_id: int) -> tuple[int, int]:
     """How many of the run's requests were stored as answered and as failed: a run that failed
     before its summary was written still has the requests its scrapes recorded."""

@@ -194,6 +194,13 @@ class Recorder:
         with self.db.conn:
             self.db.table("runs").update(run_id, {"status": "skipped", "error": reason, "finished": time.time()})
 
+    def runs_held(self, run_ids: list[int], reason: str) -> None:
+        """Runs the sweep did not start (their baseline failed): still pending, so the next sweep
+        of the plan runs them, with `reason` saying why they have not run yet."""
+        with self.db.conn:
+            for run_id in run_ids:
+                self.db.table("runs").update(run_id, {"error": reason})
+
     def run_failed(self, run_id: int, error: str, log_tail: str) -> None:
         with self.db.conn:
             self.db.table("runs").update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,

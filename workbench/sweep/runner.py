@@ -23,7 +23,7 @@ from workbench.host import engine, gpus
 from workbench.load import workloads
 from workbench.plan import Plan, Run, knownbad, sanity
 from workbench.plan.profiles import Profile
-from workbench.sweep import app_cpu, outbox
+from workbench.sweep import app_cpu, baseline, outbox
 from workbench.sweep.executor import Executor, ThreadExecutor
 from workbench.sweep.job import Context, Work
 from workbench.sweep.measure import WARMUP_PROMPT, RunFailed
@@ -131,8 +131,46 @@ class Runner:
     def run(self) -> dict:
         pending = self.register(self.plan)
         self.start_sweep(len(self.plan.runs), len(pending))
-        self.execute(pending)
-        return self.finish_sweep()
+        first = [r for r in pending if baseline.is_baseline(r)]
+        rest = [r for r in pending if not baseline.is_baseline(r)]
+        if not (first and rest and self._serial()):
+            # Servers at once (or nothing to wait for): the baseline runs beside the others, and
+            # a failed one is still tried again at the end.
+            self.execute(pending)
+            self.retry_baseline(len(pending))
+            return self.finish_sweep()
+        self.execute(first, len(pending))
+        self.retry_baseline(len(pending))
+        note = None
+        if not self.cancelled and self.plan.without_baseline == "skip":
+            assert self.experiment_id is not None  # register() came first
+            missing = baseline.missing(self.plan, store.runs_of_experiment(self.db, self.experiment_id))
+            waiting = baseline.held(rest, missing)
+            if waiting:
+                tries = 1 + self.plan.baseline_retries
+                self.record.runs_held([self.ids[r.key] for r in waiting], baseline.reason(missing, tries))
+                note = baseline.note(len(waiting), missing, tries)
+                rest = [r for r in rest if r not in waiting]
+        self.execute(rest, len(pending))
+        return self.finish_sweep({"note": note} if note else None)
+
+    def _serial(self) -> bool:
+        """One server at a time: the baseline can finish before any speculative server starts."""
+        slots = getattr(self.executor, "slots", None)
+        return isinstance(self.executor, ThreadExecutor) and slots is not None and len(slots) == 1
+
+    def retry_baseline(self, total: int) -> None:
+        """Failed baseline runs tried again, up to the plan's `baseline_retries` more times, each
+        time on a server of their own (the one that failed may have been killed or never started)."""
+        for _ in range(self.plan.baseline_retries):
+            if self.cancelled or self.experiment_id is None:
+                return
+            again = baseline.failed(self.plan, store.runs_of_experiment(self.db, self.experiment_id))
+            if not again:
+                return
+            # Registered again: what the failed attempt wrote goes, and they are pending.
+            self.register(self.plan.part(again))
+            self.execute(again, max(total, self.done + len(again)))
 
     def register(self, part: Plan) -> list[Run]:
         """Registers the runs of `part` (the whole plan, or what an adaptive sweep chose to run

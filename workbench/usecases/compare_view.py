@@ -42,6 +42,7 @@ class CompareView:
     serve_commands: dict[int, str]    # the exact command serving each answer row's run, by run id
     crossovers: list[dict]            # where speculation stops paying
     none_pays: list[str]              # why no method pays, where none does
+    no_baseline: str                  # why there is no answer when no baseline completed, "" otherwise
     trust: list[str]                  # what to know before trusting the measured speedups
     speedups: list[dict]              # the measured best-N table (speedup_table files, the report)
     measured_table: list[dict]        # every measured configuration (All figures)
@@ -122,7 +123,7 @@ def build(rows: list[dict], db_path: str | Path | None = None, include_partial: 
         caption=answer.conditions(rows) if rows else "", data=data,
         drawable=tuple(name for name in ALL_CHARTS if has_data(name, data)),
         answer=table, serve_commands=commands_of, crossovers=answer.crossovers(cs),
-        none_pays=answer.none_pays(table), trust=answer.trust_notes(cs),
+        none_pays=answer.none_pays(table), no_baseline=answer.no_baseline(rows, table), trust=answer.trust_notes(cs),
         speedups=compare.speedup_table(cs), measured_table=compare.config_table(cs),
         what_if_table=compare.config_table(cs, what_if=True), what_if_configs=any(c.what_if for c in cs),
         what_if_export=[{"what_if": True, **r} for r in what_if],

@@ -125,3 +125,30 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
     except Exception as exc:
         sweep.fail(exc)
         raise
+
+
+def plan_file_of(db_path: str | Path, experiment_id: int) -> Path:
+    """A plan file that runs `experiment_id` again (a resume: what it has not completed): the file
+    it was read from while that still holds the same text, so its relative paths mean what they
+    meant; else the stored text, written under the data directory. RunError in one line."""
+    try:
+        db = store.open_db(db_path, readonly=True)
+    except store.StoreError as exc:
+        raise RunError(str(exc)) from None
+    try:
+        source = store.experiment_source(db, experiment_id)
+    finally:
+        store.close(db)
+    if source is None:
+        raise RunError(f"no experiment {experiment_id} in {db_path}")
+    text, path = source
+    try:
+        if path and Path(path).is_file() and Path(path).read_text() == text:
+            return Path(path)
+        folder = paths.data_dir() / "plans"
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / f"experiment-{experiment_id}.toml"
+        out.write_text(text)
+        return out
+    except OSError as exc:
+        raise RunError(f"cannot write the plan of experiment {experiment_id}: {exc.strerror or exc}") from None

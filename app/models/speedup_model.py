@@ -1,0 +1,62 @@
+"""The Compare page's All figures table: every figure of every configuration, each method's best N
+in bold, what-if rows (when let in) in italics, a tip on every column header."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+
+from app.models.runs_model import RowsModel
+from workbench import report
+
+TIPS = {
+    "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
+    "n": "The number of speculative tokens; the best N of each method, workload and concurrency in bold",
+    "speedup": "Output tokens/s / the matching baseline's; ± is a 95% confidence interval over repeats, "
+               "marked 'within noise' when it includes 1.0",
+    "mal": "Mean acceptance length = 1 + accepted / drafts",
+    "acceptance_rate": "Accepted draft tokens / drafted tokens",
+    "efficiency": "Speedup / MAL: the share of the ideal gain that was realised",
+    "baseline_tok_s": "The no-speculation baseline's mean output tokens/s under the same conditions",
+    "cv": "Coefficient of variation of the repeats' throughput (stdev / mean)", **report.LATENCY_TIPS,
+}
+
+# "All figures" lists every N (the best of each method x workload x concurrency in bold): `draftbench
+# show`'s columns with N for best N, the MAL both ways, and what each speedup costs in latency.
+ALL_COLUMNS = report.ALL_FIGURES_COLUMNS
+
+
+class SpeedupModel(RowsModel):
+    """Every figure of every configuration, its method's best N in bold."""
+    columns = ALL_COLUMNS
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        key, _, fmt = ALL_COLUMNS[index.column()]
+        row = self._rows[index.row()]
+        if role == Qt.DisplayRole:
+            return report.shown(row, key, fmt)
+        if role == Qt.UserRole:
+            return row.get(key)
+        if role == Qt.ToolTipRole and key == "target":
+            return row.get(key)
+        if role == Qt.FontRole and (row.get("what_if") or row.get("best")):
+            font = QFont()  # a what-if row (let in by the user's tick) in italics; the best N in bold
+            font.setItalic(bool(row.get("what_if")))
+            font.setBold(bool(row.get("best")))
+            return font
+        if row.get("what_if"):
+            if role == Qt.ToolTipRole:
+                return f"what-if, acceptance imposed: {row.get('imposed_source')} (dummy weights, not measured)"
+        return None
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation != Qt.Horizontal or not 0 <= section < len(ALL_COLUMNS):
+            return None
+        key, label, _ = ALL_COLUMNS[section]
+        if role == Qt.DisplayRole:
+            return label
+        if role == Qt.ToolTipRole:
+            return TIPS.get(key)
+        return None
