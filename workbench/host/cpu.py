@@ -2,7 +2,8 @@
 in, and what its servers measured here.
 
 bf16 is only fast where the CPU has bf16 instructions (avx512_bf16, amx_bf16); elsewhere torch
-emulates it and a 2-core machine served the demo at a quarter of the speed of float32. So the
+emulates it (a 2-core machine without them ran the quick demo's bf16 baseline at 23 tok/s, against
+about 100 in the docs' screenshot). So the
 dtype is measured once per CPU (a small matmul of the demo's size in each dtype, about a second)
 and stored in the cache dir, keyed by the CPU's model, its flags and the torch version: a new
 torch or another machine measures again. Until it is measured, the flags alone decide."""

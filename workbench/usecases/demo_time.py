@@ -1,9 +1,10 @@
 """How long a demo plan takes on this machine: its server starts and runs, at what they took here
 before (workbench.host.cpu stores them after each local sweep), or a rough range until then.
 
-Server starts take most of a demo on a CPU, and both they and the runs vary fourfold between CPUs
-(a 2-core machine without bf16 instructions: 48 s a start and nearly a minute a run; one with
-them: about 30 s and 8 s), so a fixed figure in the app was wrong by minutes on one of the two."""
+Server starts take most of a demo on a CPU, and both they and the runs vary severalfold between
+CPUs (a 2-core machine without bf16 instructions: 48 s a start and 653 s for the quick demo; the
+plan was sized for about 30 s a start and 3 minutes), so a fixed figure in the app was wrong by
+minutes on one of them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 from workbench import plan
 from workbench.host import cpu
 
-# The two ends of what 2-core CPUs measured (start s, run s): the range said until this machine has measured its own.
+# The range said until this machine has measured its own (start s, run s): SLOW fits the 2-core
+# machine above (3 x 48 s + 9 runs = 653 s); FAST the ~30 s starts the quick plan was sized for,
+# with runs of 8 s assumed. Rough by design, and said to be.
 FAST = (30.0, 8.0)
 SLOW = (50.0, 55.0)
 
