@@ -16,6 +16,7 @@ from app import menus
 from app.exports import ExportError, select
 from app.widgets import theme, wheel_guard
 from app.widgets.demo_bar import QUICK, DemoBar
+from app.widgets.demo_build import DemoBuild
 from app.pages.compare_page import ComparePage
 from app.pages.experiment import ExperimentPage
 from app.pages.history import HistoryPage
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.remote_run = RemoteRun(self, self.experiment)
         self.rerun = Rerun(self)
         self.compare.baseline_note.run_again.connect(self.rerun.baseline_again)
+        self.demo_build = DemoBuild(self, self.experiment)  # started by main() once the window shows
         menus.build(self)
 
         last_plan = self.settings.value("plan/last")
@@ -295,6 +297,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Adaptive sweep: {event.message}", 60000)
 
     def _sweep_ended(self) -> None:
+        self.experiment.demos.refresh()  # the tooltips' durations, from what this sweep's servers took
         sweep, self.sweep = self.sweep, None
         if sweep is not None:
             sweep.close_row(self.db_path)
@@ -384,6 +387,8 @@ def main(db: str | None = None, smoke_test: bool = False) -> int:
     worker.collect_on_gui_thread()
     window = MainWindow(Path(db) if db else None)
     window.show()
+    if not smoke_test:
+        window.demo_build.start()
     if smoke_test:
         def report() -> None:
             tabs = [window.tabs.tabText(i) for i in range(window.tabs.count())]

@@ -114,7 +114,9 @@ tier() {  # tier MARKERS SECONDS: one pass of the suite, ended (and failed) afte
 case "$what" in
   setup) say "ready: $VENV" ;;
   run)
-    draftbench demo-model
+    # The app builds the demo model itself, its steps shown in the window; a headless verb needs
+    # it built first.
+    if [ $# -gt 0 ] && [ "$1" != gui ]; then draftbench demo-model; fi
     exec draftbench "$@"
     ;;
   test)

@@ -23,6 +23,7 @@ from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
 from workbench import events
 from workbench.analysis import compare
+from workbench.host import cpu
 from workbench.sweep.eta import SweepClock
 
 __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
@@ -266,7 +267,8 @@ class LivePage(QWidget):
     def on_event(self, event: events.Event) -> None:
         self.slots.on_event(event)
         if isinstance(event, events.SweepStarted):
-            self.clock = SweepClock()
+            # What this model's servers took here before: an ETA from the first server on.
+            self.clock = SweepClock(known=cpu.measured())
         self.clock.feed(event)
         if self.pace.on_event(event):
             self._set_pace()

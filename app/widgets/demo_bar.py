@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from workbench import paths
+from workbench.usecases import demo_time
 
 QUICK = paths.resources_dir() / "plans" / "demo-quick.toml"
 FULL = paths.resources_dir() / "plans" / "demo.toml"
@@ -18,20 +19,27 @@ class DemoBar(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        quick = QPushButton("Quick demo")
-        quick.setToolTip("Baseline, n-gram and a draft model at two N each on the demo target: "
-                         "about 5 minutes on 2 CPU cores")
+        self.quick = quick = QPushButton("Quick demo")
         quick.clicked.connect(lambda: self.chosen.emit(QUICK))
-        full = QPushButton("Full demo")
-        full.setToolTip("Every N of n-gram (1–5) and the draft model (1–4) at concurrency 1 and 4: "
-                        "20 runs, about 13 minutes on 2 CPU cores")
+        self.full = full = QPushButton("Full demo")
         full.clicked.connect(lambda: self.chosen.emit(FULL))
+        self.refresh()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("Demo plans:"))
         layout.addWidget(quick)
         layout.addWidget(full)
         layout.addStretch(1)
+
+    def refresh(self, known: dict[str, dict[str, float]] | None = None) -> None:
+        """The tooltips say how long each demo takes here: from what its servers and runs took on
+        this machine once a demo has run (called again after each sweep), a rough range before."""
+        self.quick.setToolTip(demo_time.tip(
+            QUICK, "Loads the quick demo: the baseline, n-gram lookup (N=3) and the noisy-copy draft model "
+            "(N=3) on the demo target, 3 repeats each, to fill the Compare page", known))
+        self.full.setToolTip(demo_time.tip(
+            FULL, "Loads the full demo: every N of n-gram lookup (1–5) and the draft model (1–4) at "
+            "concurrency 1 and 4", known))
 
     @staticmethod
     def is_demo(path: Path | None) -> bool:

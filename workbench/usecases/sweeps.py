@@ -14,7 +14,7 @@ from workbench.host import engine
 from workbench.load import workloads
 from workbench.sweep import cluster as ray_cluster
 from workbench.sweep import executor as sweep_executor
-from workbench.sweep import runner, scheduler
+from workbench.sweep import eta, runner, scheduler
 from workbench.sweep.adaptive import AdaptiveRunner
 
 
@@ -107,6 +107,9 @@ def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None,
             demo.ensure(progress=progress)
         except demo.DemoModelError as exc:
             raise RunError(str(exc)) from None
+    if local and cluster is None and p.runs:
+        # Servers started here: what they took is this machine's, for the next sweep's ETA.
+        emit = eta.recording(emit, p.runs[0].server.target)
     runner_class = AdaptiveRunner if p.mode == "adaptive" else runner.Runner
     executor = (ray_cluster.RayExecutor(cluster, p.parallel) if cluster is not None
                 else sweep_executor.ThreadExecutor(slots))
