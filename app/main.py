@@ -13,7 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
 
 from app import menus
-from app.exports import ExportError, select
+from app.exports import ExportError
 from app.widgets import theme, wheel_guard
 from app.widgets.demo_bar import QUICK, DemoBar
 from app.widgets.demo_build import DemoBuild
@@ -22,14 +22,13 @@ from app.pages.experiment import ExperimentPage
 from app.pages.history import HistoryPage
 from app.pages.live import LivePage
 from app.pages.models_page import ModelsPage
-from app.jobs import worker
+from app.jobs import results_file, worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
 from app.remote_run import RemoteRun
 from app.rerun import Rerun
 from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
-from workbench.usecases.export_options import NoExperiments
 
 DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
 MAX_RECENT = 8
@@ -167,7 +166,7 @@ class MainWindow(QMainWindow):
         if not path.exists():
             self._database_sound(path)
             return
-        worker.run(lambda: _check_database(path), self, lambda _: self._database_sound(path),
+        worker.run(lambda: results_file.check_database(path), self, lambda _: self._database_sound(path),
                    lambda exc: self._database_refused(path, exc))
 
     def _database_refused(self, path: Path, exc: BaseException) -> None:
@@ -204,7 +203,7 @@ class MainWindow(QMainWindow):
         read off the GUI thread. Only the newest ask is shown: an older read answering last is
         dropped. `from_live` (a sweep's end): the Live page turns to Compare once the runs are in."""
         db_path = self.db_path
-        self._latest.run(lambda: _latest_runs(db_path), self, lambda rows: self._latest_read(db_path, rows, from_live),
+        self._latest.run(lambda: results_file.latest_runs(db_path), self, lambda rows: self._latest_read(db_path, rows, from_live),
                          self._latest_failed)
 
     def _latest_read(self, db_path: Path, rows: list[dict], from_live: bool) -> None:
@@ -355,23 +354,6 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         event.accept()
-
-
-def _check_database(path: Path) -> None:
-    """On a worker's thread: raises StoreError when the file is no usable results database."""
-    db = store.open_db(path)
-    try:
-        store.check_integrity(db, path)
-    finally:
-        store.close(db)
-
-
-def _latest_runs(path: Path) -> list[dict]:
-    """On a worker's thread: the runs of the file's latest experiment, none before the file exists."""
-    try:
-        return select(path) if path.exists() else []
-    except NoExperiments:  # a new, empty results file: nothing to show yet, nothing wrong
-        return []
 
 
 def _read_plan_doc(path: Path) -> dict:
