@@ -43,6 +43,8 @@ def delete_run(db: Database, run_id: int) -> None:
     """A run and everything measured in it."""
     with db.conn:
         _clear_run(db, run_id)
+        if "annotations" in db.table_names():  # the reader's notes go with the run they were about
+            db.execute("DELETE FROM annotations WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM runs WHERE id = ?", [run_id])
 
 
