@@ -1,39 +1,25 @@
-"""The History page: every run in the open database, sortable and filterable, deletable, openable in Live."""
+"""The History page: every run in the open database under its experiment, sortable, searchable and
+filterable, deletable, openable in Live."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QTreeView,
+    QVBoxLayout, QWidget,
 )
 
 from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
+from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
+from app.pages.history_filter import RunsFilter
 from workbench import store
 
 FILTERS = ("method", "workload", "status", "target")
 ANY = "(any)"
-
-
-class RunsFilter(QSortFilterProxyModel):
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.wanted: dict[str, str] = {}
-
-    def set_filter(self, key: str, value: str | None) -> None:
-        self.beginFilterChange()
-        if value is None:
-            self.wanted.pop(key, None)
-        else:
-            self.wanted[key] = value
-        self.endFilterChange()
-
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:
-        row = self.sourceModel().row(source_row)
-        return all(str(row.get(k)) == v for k, v in self.wanted.items())
 
 
 class HistoryPage(QWidget):
@@ -44,24 +30,30 @@ class HistoryPage(QWidget):
         super().__init__(parent)
         self.db_path: Path | None = None
         self._loaded_from: Path | None = None
+        self._latest: int | None = None  # the newest experiment seen: opened once when it appears
         self.reading = False  # a read of the runs in flight
         self._again = False
-        self.model = RunsModel(self)
+        self.model = RunsModel(self)  # the runs, flat: what the actions read
+        self.tree = SweepTree(self.model, self)  # the same runs under their experiments: what is shown
         self.proxy = RunsFilter(self)
-        self.proxy.setSourceModel(self.model)
+        self.proxy.setSourceModel(self.tree)
         self.proxy.setSortRole(SORT_ROLE)
-        self.view = QTableView()
+        self._expanded: set[int] = set()  # experiments the reader left open, kept across refreshes
+        self.view = QTreeView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(0, Qt.AscendingOrder)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.view.setUniformRowHeights(True)  # one row height for all: a large history scrolls fast
+        self.view.header().setSectionResizeMode(QHeaderView.ResizeToContents)
         # Column widths from the first rows only: measuring every row of a large history took
         # seconds per refresh (the page refreshes on every run event of a sweep).
-        self.view.horizontalHeader().setResizeContentsPrecision(64)
-        self.view.horizontalHeader().setStretchLastSection(True)
-        self.view.setSelectionBehavior(QTableView.SelectRows)
-        self.view.setSelectionMode(QTableView.ExtendedSelection)
+        self.view.header().setResizeContentsPrecision(64)
+        self.view.header().setStretchLastSection(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.view.doubleClicked.connect(lambda _: self._open())
+        self.view.expanded.connect(lambda i: self._expanded.add(i.data(EXPERIMENT_ROLE)))
+        self.view.collapsed.connect(lambda i: self._expanded.discard(i.data(EXPERIMENT_ROLE)))
 
         self.combos: dict[str, QComboBox] = {}
         bar = QHBoxLayout()
@@ -74,7 +66,16 @@ class HistoryPage(QWidget):
             self.combos[key] = combo
             bar.addWidget(QLabel(key.capitalize()))
             bar.addWidget(combo)
-        bar.addStretch(1)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search method, target, workload, status, tags, notes (Ctrl+F)")
+        self.search.setToolTip("Show only runs containing every word typed here, in their method, target, "
+                               "workload, status, tags or notes (Ctrl+F; Esc clears)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(160)
+        self.search.textChanged.connect(self._searched)
+        QShortcut(QKeySequence.Find, self, self._focus_search)
+        QShortcut(QKeySequence(Qt.Key_Escape), self.search, self.search.clear)
+        bar.addWidget(self.search, 1)
         self.open_button = QPushButton("Open in Live")
         self.open_button.setToolTip("Show the selected run's charts (Enter)")
         self.open_button.clicked.connect(self._open)
@@ -116,7 +117,7 @@ class HistoryPage(QWidget):
         self.reading = True
         worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
 
-    def _loaded(self, db_path: Path, rows: list[dict], message: str) -> None:
+    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, dict], message: str) -> None:
         self.reading = False
         if self._again or db_path != self.db_path:
             self._again = False
@@ -125,7 +126,13 @@ class HistoryPage(QWidget):
         if rows and rows == self.model._rows and db_path == self._loaded_from:
             return  # nothing changed since the last refresh: keep the view, its selection and scroll
         self._loaded_from = db_path
+        self._expanded &= {r.get("experiment_id") for r in rows}
+        latest = max((r.get("experiment_id") or 0 for r in rows), default=None)
+        if latest is not None and latest != self._latest:
+            self._latest = latest
+            self._expanded.add(latest)  # a new sweep opens, as its runs are the ones wanted first
         self.model.set_rows(rows)
+        self.tree.set_experiments(experiments)
         for key, combo in self.combos.items():
             current = combo.currentText() or ANY
             values = sorted({str(r.get(key)) for r in rows})
@@ -135,11 +142,55 @@ class HistoryPage(QWidget):
             combo.setCurrentText(current if current in values else ANY)
             combo.blockSignals(False)
             self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
+        self._expand()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))
 
+    def _focus_search(self) -> None:
+        self.search.setFocus(Qt.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _searched(self, text: str) -> None:
+        self.proxy.set_search(text)
+        self._expand()
+
+    def _expand(self) -> None:
+        """Opens the experiments the reader had open, the newest one at first; while a search or a
+        filter narrows the runs, every experiment with a run shown, so no match hides folded."""
+        narrowed = bool(self.proxy.words or self.proxy.wanted)
+        for i in range(self.proxy.rowCount()):
+            index = self.proxy.index(i, 0)
+            self.view.setExpanded(index, narrowed or index.data(EXPERIMENT_ROLE) in self._expanded)
+
+    def visible_run_ids(self) -> list[int]:
+        """The runs shown, top to bottom (folded experiments' runs included)."""
+        ids = []
+        for i in range(self.proxy.rowCount()):
+            parent = self.proxy.index(i, 0)
+            ids += [self.proxy.index(j, 0, parent).data(RUN_ROLE) for j in range(self.proxy.rowCount(parent))]
+        return ids
+
+    def select_runs(self, run_ids: list[int]) -> None:
+        """Selects these runs' rows (as clicking them with Ctrl would)."""
+        selection = self.view.selectionModel()
+        selection.clearSelection()
+        flags = QItemSelectionModel.Select | QItemSelectionModel.Rows
+        for i in range(self.proxy.rowCount()):
+            parent = self.proxy.index(i, 0)
+            for j in range(self.proxy.rowCount(parent)):
+                index = self.proxy.index(j, 0, parent)
+                if index.data(RUN_ROLE) in run_ids:
+                    selection.setCurrentIndex(index, flags)
+
     def selected_ids(self) -> list[int]:
-        rows = {self.proxy.mapToSource(i).row() for i in self.view.selectionModel().selectedRows()}
-        return [self.model.row(r)["id"] for r in sorted(rows)]
+        """The selected runs; a selected experiment row stands for all its runs shown."""
+        ids: list[int] = []
+        for index in self.view.selectionModel().selectedRows():
+            run_id = index.data(RUN_ROLE)
+            if run_id is not None:
+                ids.append(run_id)
+                continue
+            ids += [self.proxy.index(j, 0, index).data(RUN_ROLE) for j in range(self.proxy.rowCount(index))]
+        return sorted(set(ids))
 
     def _compare_selected(self) -> None:
         ids = set(self.selected_ids())
@@ -198,15 +249,18 @@ def _delete_runs(db_path: Path, ids: list[int]) -> None:
         store.close(db)
 
 
-def _read_runs(db_path: Path) -> tuple[list[dict], str]:
-    """The database's runs, and why there are none when it cannot be read (on a worker's thread)."""
+def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
+    """The database's runs (each with its tags and notes), its experiments, and why there are none
+    when it cannot be read (on a worker's thread)."""
     if not db_path.exists():
-        return [], ""
+        return [], {}, ""
     try:
         db = store.open_db(db_path, readonly=True)
         try:
-            return store.runs(db), ""
+            notes = store.annotations(db)
+            rows = [{**row, "tags": "", "notes": "", **notes.get(row["id"], {})} for row in store.runs(db)]
+            return rows, store.experiments(db), ""
         finally:
             store.close(db)
     except store.StoreError as exc:
-        return [], str(exc)
+        return [], {}, str(exc)

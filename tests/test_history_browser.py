@@ -1,0 +1,81 @@
+"""History as a results browser: sweeps as parent rows, a search box, tags and notes, a diff of two
+runs, saved views and a pinned baseline, driven through the page's widgets on real results files."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from app.models.sweep_tree import EXPERIMENT_ROLE
+from app.pages.history import HistoryPage
+from workbench import store
+
+KEYS = ["baseline", "ngram-2", "draft_model-3"]
+
+
+def two_sweeps(path):
+    """A results file with two experiments of three runs each (the second's ngram run failed)."""
+    db = store.open_db(path)
+    record = store.Recorder(db)
+    ids = {}
+    for name, workload in (("first", "builtin"), ("second", "gsm8k")):
+        exp = record.experiment(name, f"hash-{name}", "", "", {})
+        made = record.register_runs(exp, KEYS, lambda i, e=exp, w=workload: {
+            "experiment_id": e, "key": KEYS[i], "seq": i, "status": "pending", "target": "/models/Qwen3-8B",
+            "method": KEYS[i].split("-")[0], "n": int(KEYS[i].split("-")[1]) if "-" in KEYS[i] else None,
+            "workload": w, "concurrency": 8, "temperature": 0.0})
+        for key, run_id in made.items():
+            if name == "second" and key == "ngram-2":
+                db["runs"].update(run_id, {"status": "failed", "error": "server died"})
+            else:
+                record.run_completed(run_id, {"mal": 1.0 + len(key) / 10, "output_tok_s": 100.0 + run_id})
+            ids[name, key] = run_id
+    store.close(db)
+    return ids
+
+
+@pytest.fixture
+def history(qtbot, tmp_path):
+    path = tmp_path / "results.sqlite"
+    ids = two_sweeps(path)
+    page = HistoryPage()
+    qtbot.addWidget(page)
+    page.resize(1280, 800)
+    page.show()
+    qtbot.waitExposed(page)
+    page.load(path)
+    qtbot.waitUntil(lambda: not page.reading and page.model.rowCount() == 6, timeout=10000)
+    page.ids = ids
+    return page
+
+
+def test_sweeps_are_parent_rows_with_their_runs_beneath_the_latest_open(history):
+    proxy, view = history.proxy, history.view
+    assert proxy.rowCount() == 2
+    first, second = proxy.index(0, 0), proxy.index(1, 0)
+    assert [first.data(EXPERIMENT_ROLE), second.data(EXPERIMENT_ROLE)] == [1, 2]
+    assert "first" in first.data() and "second" in second.data()
+    assert proxy.rowCount(first) == proxy.rowCount(second) == 3
+    assert view.isExpanded(second) and not view.isExpanded(first)
+    assert proxy.index(1, 1).data() == "2 completed, 1 failed"
+    # Selecting an experiment's row stands for its runs.
+    view.selectionModel().select(second, view.selectionModel().SelectionFlag.Select
+                                 | view.selectionModel().SelectionFlag.Rows)
+    assert history.selected_ids() == sorted(history.ids["second", k] for k in KEYS)
+
+
+def test_search_box_filters_runs_and_ctrl_f_focuses_it(history, qtbot):
+    history.activateWindow()
+    qtbot.keyClick(history.view, Qt.Key_F, Qt.ControlModifier)
+    assert QApplication.focusWidget() is history.search
+    qtbot.keyClicks(history.search, "ngram")
+    assert history.visible_run_ids() == [history.ids["first", "ngram-2"], history.ids["second", "ngram-2"]]
+    # Every word must match; the first experiment's row goes with its runs, and the match is unfolded.
+    history.search.setText("failed ngram")
+    assert history.visible_run_ids() == [history.ids["second", "ngram-2"]]
+    assert history.proxy.rowCount() == 1 and history.view.isExpanded(history.proxy.index(0, 0))
+    history.search.setText("gsm8k")
+    assert len(history.visible_run_ids()) == 3
+    qtbot.keyClick(history.search, Qt.Key_Escape)
+    assert history.search.text() == "" and len(history.visible_run_ids()) == 6
