@@ -79,3 +79,39 @@ def test_search_box_filters_runs_and_ctrl_f_focuses_it(history, qtbot):
     assert len(history.visible_run_ids()) == 3
     qtbot.keyClick(history.search, Qt.Key_Escape)
     assert history.search.text() == "" and len(history.visible_run_ids()) == 6
+
+
+def test_store_keeps_tags_and_notes_and_forgets_them_with_the_run(tmp_path):
+    ids = two_sweeps(tmp_path / "r.sqlite")
+    db = store.open_db(tmp_path / "r.sqlite")
+    run_id = ids["first", "baseline"]
+    store.set_annotation(db, run_id, "keep,  h200 keep", "  cold cache  ")
+    assert store.annotations(db) == {run_id: {"tags": "keep, h200", "notes": "cold cache"}}
+    store.set_annotation(db, run_id, "", "")
+    assert store.annotations(db) == {}
+    store.set_annotation(db, run_id, "x", "")
+    store.delete_run(db, run_id)
+    assert store.annotations(db) == {}
+
+
+def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
+    run_id = history.ids["second", "draft_model-3"]
+    history.select_runs([run_id])
+    assert history.notes.run_id == run_id and history.notes.tags.isEnabled()
+    history.notes.tags.setText("warm, keeper")
+    history.notes.notes.setPlainText("Draft model on a warm prefix cache")
+    qtbot.mouseClick(history.notes.save_button, Qt.LeftButton)
+    # Written on the worker's thread, then read back into the table.
+    qtbot.waitUntil(lambda: not history.reading and history.model.row(5).get("tags") == "warm, keeper", timeout=10000)
+    db = store.open_db(history.db_path, readonly=True)
+    assert store.annotations(db)[run_id] == {"tags": "warm, keeper", "notes": "Draft model on a warm prefix cache"}
+    store.close(db)
+    assert history.selected_ids() == [run_id]  # the refresh kept the selection
+    history.search.setText("prefix")
+    assert history.visible_run_ids() == [run_id]
+    history.search.setText("keeper")
+    assert history.visible_run_ids() == [run_id]
+    # Two runs selected: no single run's notes to edit.
+    history.search.clear()
+    history.select_runs([run_id, history.ids["first", "baseline"]])
+    assert history.notes.run_id is None and not history.notes.tags.isEnabled()

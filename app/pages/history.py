@@ -16,6 +16,7 @@ from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
 from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
 from app.pages.history_filter import RunsFilter
+from app.widgets.run_notes import RunNotes
 from workbench import store
 
 FILTERS = ("method", "workload", "status", "target")
@@ -100,11 +101,15 @@ class HistoryPage(QWidget):
         QShortcut(QKeySequence.Delete, self.view, self.delete_selected)
         QShortcut(QKeySequence(Qt.Key_Return), self.view, self._open)
         self.empty = QLabel("")
+        self.notes = RunNotes()
+        self.notes.save.connect(self.save_notes)
+        self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addLayout(actions)
         layout.addWidget(self.view)
         layout.addWidget(self.empty)
+        layout.addWidget(self.notes)
 
     def load(self, db_path: Path) -> None:
         """Reads the database's runs off the GUI thread (a large history is a long read, and a sweep
@@ -131,6 +136,7 @@ class HistoryPage(QWidget):
         if latest is not None and latest != self._latest:
             self._latest = latest
             self._expanded.add(latest)  # a new sweep opens, as its runs are the ones wanted first
+        kept = self.selected_ids()  # a refresh resets the model: the selection is put back after
         self.model.set_rows(rows)
         self.tree.set_experiments(experiments)
         for key, combo in self.combos.items():
@@ -143,7 +149,32 @@ class HistoryPage(QWidget):
             combo.blockSignals(False)
             self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
         self._expand()
+        self.select_runs(kept)
+        self._selection_changed()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))
+
+    def _selection_changed(self, *_) -> None:
+        ids = self.selected_ids()
+        rows = [r for r in self.model._rows if r["id"] in ids]
+        self.notes.show_run(rows[0] if len(rows) == 1 else None)
+
+    def save_notes(self, run_id: int, tags: str, notes: str) -> None:
+        """Writes a run's tags and notes on a worker's thread (a sweep writing to the file may hold its
+        lock a moment), then reads the runs again to show them."""
+        if self.db_path is None:
+            return
+        db_path = self.db_path
+        self.notes.save_button.setEnabled(False)  # one write at a time
+        worker.run(lambda: _annotate(db_path, run_id, tags, notes), self, lambda _: self._saved(db_path),
+                   self._save_failed)
+
+    def _saved(self, db_path: Path) -> None:
+        self.notes.save_button.setEnabled(self.notes.run_id is not None)
+        self.load(db_path)
+
+    def _save_failed(self, exc: BaseException) -> None:
+        self.notes.save_button.setEnabled(self.notes.run_id is not None)
+        QMessageBox.warning(self, "Save notes", str(exc))
 
     def _focus_search(self) -> None:
         self.search.setFocus(Qt.ShortcutFocusReason)
@@ -245,6 +276,14 @@ def _delete_runs(db_path: Path, ids: list[int]) -> None:
     try:
         for run_id in ids:
             store.delete_run(db, run_id)
+    finally:
+        store.close(db)
+
+
+def _annotate(db_path: Path, run_id: int, tags: str, notes: str) -> None:
+    db = store.open_db(db_path)
+    try:
+        store.set_annotation(db, run_id, tags, notes)
     finally:
         store.close(db)
 
