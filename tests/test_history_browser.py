@@ -115,3 +115,28 @@ def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
     history.search.clear()
     history.select_runs([run_id, history.ids["first", "baseline"]])
     assert history.notes.run_id is None and not history.notes.tags.isEnabled()
+
+
+def test_two_selected_runs_are_diffed_field_by_field(history, qtbot):
+    a, b = history.ids["first", "ngram-2"], history.ids["second", "ngram-2"]
+    history.select_runs([a])
+    assert not history.diff_button.isEnabled()
+    history.select_runs([a, b])
+    assert history.diff_button.isEnabled()
+    qtbot.mouseClick(history.diff_button, Qt.LeftButton)
+    diff = history.diff
+    assert diff is not None and diff.isVisible()
+    qtbot.addWidget(diff)
+    every = diff.visible_fields()
+    # Every field of both: configuration and figures, and the reader's notes.
+    assert {"method", "n", "workload", "concurrency", "temperature", "mal", "output_tok_s", "status", "error",
+            "tags", "notes"} <= set(every)
+    assert diff.size().width() <= 1280 and diff.size().height() <= 800
+    diff.only.click()
+    only = diff.visible_fields()
+    assert {"id", "experiment_id", "workload", "status", "error", "mal"} <= set(only)
+    assert not {"method", "n", "concurrency", "target", "tags"} & set(only)
+    row = every.index("workload")
+    assert (diff.table.item(row, 1).text(), diff.table.item(row, 2).text()) == ("builtin", "gsm8k")
+    diff.only.click()
+    assert diff.visible_fields() == every

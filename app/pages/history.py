@@ -16,6 +16,7 @@ from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
 from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
 from app.pages.history_filter import RunsFilter
+from app.widgets.run_diff import RunDiff
 from app.widgets.run_notes import RunNotes
 from workbench import store
 
@@ -90,10 +91,18 @@ class HistoryPage(QWidget):
         self.compare_experiment_button = QPushButton("Compare experiment")
         self.compare_experiment_button.setToolTip("Compare every run of the selected run's experiment")
         self.compare_experiment_button.clicked.connect(self._compare_experiment)
+        self.diff_button = QPushButton("Diff two runs")
+        self.diff_button.setToolTip("Every field of the two selected runs side by side, differences highlighted "
+                                    "(Ctrl+D)")
+        self.diff_button.setShortcut("Ctrl+D")
+        self.diff_button.clicked.connect(self.diff_selected)
+        self.diff_button.setEnabled(False)
+        self.diff: RunDiff | None = None
         # The actions on a row of their own: beside the filters they made the page, hence the
         # window, wider than a 1280-pixel screen.
         actions = QHBoxLayout()
         actions.addStretch(1)
+        actions.addWidget(self.diff_button)
         actions.addWidget(self.compare_button)
         actions.addWidget(self.compare_experiment_button)
         actions.addWidget(self.open_button)
@@ -157,6 +166,18 @@ class HistoryPage(QWidget):
         ids = self.selected_ids()
         rows = [r for r in self.model._rows if r["id"] in ids]
         self.notes.show_run(rows[0] if len(rows) == 1 else None)
+        self.diff_button.setEnabled(len(rows) == 2)
+
+    def diff_selected(self) -> RunDiff | None:
+        """The two selected runs' fields side by side, in a window of its own (non-modal, so the
+        table stays usable beside it)."""
+        ids = self.selected_ids()
+        rows = [r for r in self.model._rows if r["id"] in ids]
+        if len(rows) != 2:
+            return None
+        self.diff = RunDiff(rows[0], rows[1], self)
+        self.diff.show()
+        return self.diff
 
     def save_notes(self, run_id: int, tags: str, notes: str) -> None:
         """Writes a run's tags and notes on a worker's thread (a sweep writing to the file may hold its
