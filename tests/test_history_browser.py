@@ -52,6 +52,8 @@ def history(qtbot, tmp_path):
 
 def test_sweeps_are_parent_rows_with_their_runs_beneath_the_latest_open(history):
     proxy, view = history.proxy, history.view
+    # The page, with its new search, views, pin and notes, still fits a 1280-pixel-wide window.
+    assert history.minimumSizeHint().width() <= 1200
     assert proxy.rowCount() == 2
     first, second = proxy.index(0, 0), proxy.index(1, 0)
     assert [first.data(EXPERIMENT_ROLE), second.data(EXPERIMENT_ROLE)] == [1, 2]
@@ -140,3 +142,46 @@ def test_two_selected_runs_are_diffed_field_by_field(history, qtbot):
     assert (diff.table.item(row, 1).text(), diff.table.item(row, 2).text()) == ("builtin", "gsm8k")
     diff.only.click()
     assert diff.visible_fields() == every
+
+
+def test_saved_views_come_back_named_in_a_new_history(history, qtbot):
+    history.search.setText("ngram")
+    history.combos["workload"].setCurrentText("gsm8k")
+    history.view.sortByColumn(9, Qt.DescendingOrder)
+    history.views.save("failed ngram on gsm8k")
+    history.search.clear()
+    history.combos["workload"].setCurrentText("(any)")
+    assert len(history.visible_run_ids()) == 6
+    # Another page (the app opened again) lists the view; choosing it brings search, filter and sort back.
+    again = HistoryPage()
+    qtbot.addWidget(again)
+    again.load(history.db_path)
+    qtbot.waitUntil(lambda: not again.reading and again.model.rowCount() == 6, timeout=10000)
+    combo = again.views.combo
+    assert combo.findText("failed ngram on gsm8k") > 0
+    combo.setCurrentIndex(combo.findText("failed ngram on gsm8k"))
+    combo.activated.emit(combo.currentIndex())
+    assert again.search.text() == "ngram" and again.combos["workload"].currentText() == "gsm8k"
+    assert again.view.header().sortIndicatorSection() == 9
+    assert again.view.header().sortIndicatorOrder() == Qt.DescendingOrder
+    assert again.visible_run_ids() == [history.ids["second", "ngram-2"]]
+    again.views.delete_button.click()
+    assert again.views.combo.findText("failed ngram on gsm8k") < 0
+
+
+def test_a_pinned_baseline_is_kept_and_marked(history, qtbot):
+    base = history.ids["first", "baseline"]
+    history.select_runs([base])
+    assert history.pin_button.isEnabled()
+    qtbot.mouseClick(history.pin_button, Qt.LeftButton)
+    assert f"run {base}" in history.pinned.text() and history.pin_button.text() == "Unpin baseline"
+    again = HistoryPage()
+    qtbot.addWidget(again)
+    again.load(history.db_path)
+    qtbot.waitUntil(lambda: not again.reading and again.model.rowCount() == 6, timeout=10000)
+    assert f"run {base}" in again.pinned.text()
+    first = again.proxy.index(0, 0)
+    assert again.proxy.index(0, 0, first).data() == f"{base} ◆"
+    again.select_runs([base])
+    again.pin_button.click()
+    assert again.pinned.text() == "" and again.proxy.index(0, 0, first).data() == str(base)

@@ -15,7 +15,9 @@ from PySide6.QtWidgets import (
 from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
 from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
+from app.pages import history_views
 from app.pages.history_filter import RunsFilter
+from app.pages.history_views import ViewsBar
 from app.widgets.run_diff import RunDiff
 from app.widgets.run_notes import RunNotes
 from workbench import store
@@ -98,10 +100,21 @@ class HistoryPage(QWidget):
         self.diff_button.clicked.connect(self.diff_selected)
         self.diff_button.setEnabled(False)
         self.diff: RunDiff | None = None
+        self.pin_button = QPushButton("Pin as baseline")
+        self.pin_button.setToolTip("Mark the selected run as this results file's baseline (◆ in the Run column); "
+                                   "again on the pinned run unpins it (Ctrl+Shift+B)")
+        self.pin_button.setShortcut("Ctrl+Shift+B")
+        self.pin_button.clicked.connect(self.pin_selected)
+        self.pinned = QLabel("")
+        self.views = ViewsBar(self.current_view)
+        self.views.chosen.connect(self.apply_view)
         # The actions on a row of their own: beside the filters they made the page, hence the
         # window, wider than a 1280-pixel screen.
         actions = QHBoxLayout()
+        actions.addWidget(self.views)
+        actions.addWidget(self.pinned)
         actions.addStretch(1)
+        actions.addWidget(self.pin_button)
         actions.addWidget(self.diff_button)
         actions.addWidget(self.compare_button)
         actions.addWidget(self.compare_experiment_button)
@@ -157,6 +170,7 @@ class HistoryPage(QWidget):
             combo.setCurrentText(current if current in values else ANY)
             combo.blockSignals(False)
             self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
+        self._show_pin(history_views.pinned_baseline(db_path))
         self._expand()
         self.select_runs(kept)
         self._selection_changed()
@@ -167,6 +181,43 @@ class HistoryPage(QWidget):
         rows = [r for r in self.model._rows if r["id"] in ids]
         self.notes.show_run(rows[0] if len(rows) == 1 else None)
         self.diff_button.setEnabled(len(rows) == 2)
+        self.pin_button.setEnabled(len(rows) == 1)
+        self.pin_button.setText("Unpin baseline" if rows and rows[0]["id"] == self.tree.pinned and len(rows) == 1
+                                else "Pin as baseline")
+
+    def current_view(self) -> dict:
+        header = self.view.header()
+        return {"search": self.search.text(), "sort_column": header.sortIndicatorSection(),
+                "sort_order": int(header.sortIndicatorOrder().value),
+                "filters": {key: combo.currentText() for key, combo in self.combos.items()
+                            if combo.currentText() not in ("", ANY)}}
+
+    def apply_view(self, view: dict) -> None:
+        """Shows a saved view: a filter value no run has any more is added to its combo, so the view
+        reads as saved (and shows nothing) rather than silently showing everything."""
+        for key, combo in self.combos.items():
+            value = view.get("filters", {}).get(key, ANY)
+            if combo.findText(value) < 0:
+                combo.addItem(value)
+            combo.setCurrentText(value)
+        self.search.setText(view.get("search", ""))
+        self.view.sortByColumn(int(view.get("sort_column", 0)), Qt.SortOrder(int(view.get("sort_order", 0))))
+
+    def pin_selected(self) -> None:
+        ids = self.selected_ids()
+        if len(ids) != 1 or self.db_path is None:
+            return
+        run_id = None if ids[0] == self.tree.pinned else ids[0]
+        history_views.pin_baseline(self.db_path, run_id)
+        self._show_pin(run_id)
+        self._selection_changed()
+
+    def _show_pin(self, run_id: int | None) -> None:
+        rows = [r for r in self.model._rows if r["id"] == run_id]
+        self.tree.set_pinned(run_id if rows else None)
+        self.pinned.setText(f"Baseline: ◆ run {run_id} ({rows[0]['method']}, {rows[0]['workload']})" if rows else "")
+        self.pinned.setToolTip("The run pinned as this results file's baseline; Compare still pairs each run "
+                               "with the baseline of its own experiment" if rows else "")
 
     def diff_selected(self) -> RunDiff | None:
         """The two selected runs' fields side by side, in a window of its own (non-modal, so the
