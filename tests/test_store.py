@@ -151,10 +151,10 @@ def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path)
     db.conn.close()
     # Read-only before the migration: no notes, no error.
     old = store.open_db(path, readonly=True)
-    assert store.annotations(old) == {}
+    assert store.annotations_by_run(old) == {}
     store.close(old)
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION == 15
-    assert store.run(db, run)["mal"] == 2.5 and store.annotations(db) == {}
+    assert store.run(db, run)["mal"] == 2.5 and store.annotations_by_run(db) == {}
     store.set_annotation(db, run, "a", "b")
-    assert store.annotations(db) == {run: {"tags": "a", "notes": "b"}}
+    assert store.annotations_by_run(db) == {run: {"tags": "a", "notes": "b"}}

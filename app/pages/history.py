@@ -368,7 +368,7 @@ def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
     try:
         db = store.open_db(db_path, readonly=True)
         try:
-            notes = store.annotations(db)
+            notes = store.annotations_by_run(db)
             rows = [{**row, "tags": "", "notes": "", **notes.get(row["id"], {})} for row in store.runs(db)]
             return rows, store.experiments(db), ""
         finally:

@@ -29,7 +29,7 @@ def set_annotation(db: Database, run_id: int, tags: str, notes: str) -> None:
                    [run_id, tags, notes, time.time()])
 
 
-def annotations(db: Database) -> dict[int, dict[str, str]]:
+def annotations_by_run(db: Database) -> dict[int, dict[str, str]]:
     """Every annotated run's {"tags", "notes"}, by run id. A file opened read-only before it was
     migrated has no such table: none."""
     if "annotations" not in db.table_names():
