@@ -129,7 +129,7 @@ class HistoryPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addLayout(actions)
-        layout.addWidget(self.view)
+        layout.addWidget(self.view, 1)  # the runs get the height; the notes keep their few lines
         layout.addWidget(self.empty)
         layout.addWidget(self.notes)
 
@@ -172,6 +172,10 @@ class HistoryPage(QWidget):
             self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
         self._show_pin(history_views.pinned_baseline(db_path))
         self._expand()
+        # Measured again once the rows to show are unfolded: a tree sizes its columns on the rows
+        # visible when it is reset, which were only the experiments'.
+        for column in range(self.tree.columnCount()):
+            self.view.resizeColumnToContents(column)
         self.select_runs(kept)
         self._selection_changed()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))

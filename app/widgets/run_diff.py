@@ -36,6 +36,8 @@ class RunDiff(QDialog):
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["Field", _title(a), _title(b)])
         self.table.verticalHeader().hide()
+        # A line a field: some ninety of them, to be read at a glance rather than scrolled through.
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setWordWrap(False)
         self.differing: list[str] = []
