@@ -42,6 +42,12 @@ FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}
 def cell(row: dict, key: str, role):
     """What a run's cell shows in a role: the flat table and History's tree show runs alike."""
     value = row.get(key)
+    redone_by = row.get("redone_by")  # a failed attempt kept beside the run that redid it
+    if redone_by is not None and key == "status" and role in (Qt.DisplayRole, Qt.ToolTipRole):
+        return (f"{value} (redone: run {redone_by})" if role == Qt.DisplayRole
+                else f"This attempt {value} and was redone as run {redone_by}; its error and log tail are kept")
+    if redone_by is not None and key == "id" and role == SORT_ROLE:
+        return redone_by + 0.5  # right after its redo when sorted by run
     if role == Qt.DisplayRole:
         if key == "lossless_identical" and row.get("graded"):
             value = value if value is not None else 0  # accuracy alone (a baseline)

@@ -315,7 +315,8 @@ class HistoryPage(QWidget):
         if not ids and rows:
             ids = [rows[-1]["id"]]
         experiments = {r["experiment_id"] for r in rows if r["id"] in set(ids)}
-        chosen = [r for r in rows if r["experiment_id"] in experiments]
+        # The experiment as its sweep left it: a failed attempt that was redone is not one of its runs.
+        chosen = [r for r in rows if r["experiment_id"] in experiments and r.get("redone_by") is None]
         if chosen:
             self.compare.emit(chosen)
 
