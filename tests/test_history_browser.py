@@ -214,3 +214,13 @@ def test_a_failed_run_redone_keeps_its_failed_attempt_beside_the_redo(tmp_path, 
     shown = [page.proxy.index(j, 0, second).data() for j in range(page.proxy.rowCount(second))]
     assert shown == [str(ids["second", "baseline"]), str(failed), str(attempt["id"]), str(ids["second", "draft_model-3"])]
     assert page.proxy.index(2, 1, second).data() == f"failed (redone: run {failed})"
+
+
+def test_ctrl_enter_in_the_notes_saves_them(history, qtbot):
+    run_id = history.ids["first", "baseline"]
+    history.select_runs([run_id])
+    history.activateWindow()
+    history.notes.notes.setFocus()
+    qtbot.keyClicks(history.notes.notes, "slow warmup")
+    qtbot.keyClick(history.notes.notes, Qt.Key_Return, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: not history.reading and history.model.row(0).get("notes") == "slow warmup", timeout=10000)

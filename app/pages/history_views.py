@@ -74,9 +74,8 @@ class ViewsBar(QWidget):
         self.combo.setToolTip("Show a saved view: its search, filters and sort")
         self.combo.activated.connect(self._picked)
         self.save_button = QPushButton("Save view…")
-        self.save_button.setToolTip("Name the current search, filters and sort, to show them again in one click "
-                                    "(Ctrl+Shift+S)")
-        self.save_button.setShortcut("Ctrl+Shift+S")
+        # No shortcut: Ctrl+Shift+S is the window's Save plan as.
+        self.save_button.setToolTip("Name the current search, filters and sort, to show them again in one click")
         self.save_button.clicked.connect(self._ask_and_save)
         self.delete_button = QPushButton("Delete view")
         self.delete_button.setToolTip("Forget the view chosen in the list")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
 
@@ -22,13 +23,17 @@ class RunNotes(QWidget):
         self.tags.returnPressed.connect(self._save)
         self.notes = QPlainTextEdit()
         self.notes.setPlaceholderText("Notes on the selected run")
-        self.notes.setToolTip("Your notes on the selected run: searchable (Ctrl+F); Ctrl+S saves")
+        self.notes.setToolTip("Your notes on the selected run: searchable (Ctrl+F); Ctrl+Enter saves")
         # Three lines: the table above keeps the room, on a 1280x800 screen too.
         self.notes.setFixedHeight(self.notes.fontMetrics().lineSpacing() * 3 + 12)
         self.save_button = QPushButton("Save notes")
-        self.save_button.setToolTip("Store the tags and notes with the run in the results file (Ctrl+S)")
-        self.save_button.setShortcut("Ctrl+S")
+        self.save_button.setToolTip("Store the tags and notes with the run in the results file (Ctrl+Enter, "
+                                    "or Enter in the tags field)")
         self.save_button.clicked.connect(self._save)
+        # Ctrl+Enter, as a multi-line field submits; Ctrl+S is the window's Save plan. Only while
+        # the typing is here, so it does nothing elsewhere on the page.
+        for key in (Qt.CTRL | Qt.Key_Return, Qt.CTRL | Qt.Key_Enter):
+            QShortcut(QKeySequence(key), self, self._save, context=Qt.WidgetWithChildrenShortcut)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.label)
