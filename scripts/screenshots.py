@@ -13,6 +13,9 @@ which also writes the report's screenshot).
 With `--what-if DB STEM` it puts every completed run of that database on Compare, gives the what-if
 section the room (as a user would drag the splitter when nothing measured is shown) and saves
 docs/STEM.png at 1920x1080.
+With `--history DB` it opens a copy of that results database on History at 1280x800, selects a
+baseline and a speculative run of its latest experiment and shows their diff, differences only
+(docs/screenshot-history-diff.png).
 With `--train FOLDER` it shows that training folder on the Train page (docs/screenshot-train.png).
 """
 
@@ -111,6 +114,40 @@ def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
     w.close()
 
 
+def history_diff_shot(app: QApplication, db: Path) -> None:
+    from app.main import MainWindow
+
+    from PySide6.QtGui import QPainter
+
+    copy = Path(tempfile.mkdtemp()) / db.name  # the app migrates what it opens: the recorded file stays as it is
+    shutil.copy(db, copy)
+    w = MainWindow(copy)
+    w.resize(1280, 800)
+    w.show()
+    w.tabs.setCurrentWidget(w.history)
+    history = w.history
+    wait(app, lambda: w.opening is None and history.model.rowCount() > 0 and not history.reading, 60)
+    rows = history.model._rows
+    latest = max(r["experiment_id"] for r in rows)
+    base = next(r for r in rows if r["experiment_id"] == latest and r["method"] == "baseline")
+    spec = next(r for r in rows if r["experiment_id"] == latest and r["method"] != "baseline"
+                and r["concurrency"] == base["concurrency"] and r["workload"] == base["workload"])
+    history.select_runs([base["id"], spec["id"]])
+    diff = history.diff_selected()
+    diff.only.setChecked(True)
+    diff.resize(860, 560)
+    w.statusBar().showMessage(f"Results database: {db.name}")  # not the temporary copy's folder
+    settle(app, 1.0)
+    # The dialog is a window of its own: drawn over the page where it opens, as a user sees them.
+    shot = w.grab()
+    painter = QPainter(shot)
+    painter.drawPixmap((shot.width() - diff.width()) // 2, (shot.height() - diff.height()) // 2, diff.grab())
+    painter.end()
+    shot.save(str(ROOT / "docs" / "screenshot-history-diff.png"))
+    diff.close()
+    w.close()
+
+
 def train_shot(app: QApplication, folder: Path) -> None:
     from app.main import MainWindow
 
@@ -144,6 +181,12 @@ def main() -> None:
 
         theme.apply()
         what_if_shot(app, Path(sys.argv[2]), sys.argv[3])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--history":
+        from app.widgets import theme
+
+        theme.apply()
+        history_diff_shot(app, Path(sys.argv[2]))
         return
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--compare":
         from app.widgets import theme

@@ -19,7 +19,7 @@ EXECUTE = {"execute", "executemany", "executescript"}
 # Receivers that are a database or a connection by their name.
 DATABASE_NAMES = {"db", "conn", "con", "connection", "cursor", "cur"}
 TABLES = {"meta", "experiments", "runs", "sweeps", "recommendations", "samples", "positions", "requests",
-          "logs", "telemetry", "remote_rows"}
+          "logs", "telemetry", "remote_rows", "annotations"}
 DRIVERS = {"sqlite3", "sqlite_utils"}
 
 

@@ -82,10 +82,10 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
 
     history = second.history
     second.refresh_history()
-    qtbot.waitUntil(lambda: not history.reading and history.proxy.rowCount() == 2, timeout=20000)
+    qtbot.waitUntil(lambda: not history.reading and len(history.visible_run_ids()) == 2, timeout=20000)
     history.combos["method"].setCurrentText("ngram")
-    assert history.proxy.rowCount() == 1
-    history.view.selectRow(0)
+    assert history.visible_run_ids() == [runs["ngram"]["id"]]
+    history.select_runs(history.visible_run_ids())
     history.open_button.click()
     assert second.tabs.currentWidget() is live
     qtbot.waitUntil(lambda: len(live.positions) == 2, timeout=5000)

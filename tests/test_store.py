@@ -138,3 +138,23 @@ def test_run_feed_returns_each_row_once(tmp_path):
     rows, after = store.run_feed(db, run, after)
     assert rows["samples"] == [(1.0, 1.6, None, None)]
     assert store.run_feed(db, run, after)[0] == {"samples": [], "logs": []}
+
+
+def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path):
+    path = tmp_path / "v14.sqlite"
+    db = store.open_db(path)
+    exp = store.experiment_for(db, "e", "h", "", "", {})
+    run = db["runs"].insert({"experiment_id": exp, "key": "k", "status": "completed", "mal": 2.5}).last_pk
+    db.execute("DROP TABLE annotations")
+    db["meta"].upsert({"key": "schema_version", "value": "14"}, pk="key")
+    db.conn.commit()
+    db.conn.close()
+    # Read-only before the migration: no notes, no error.
+    old = store.open_db(path, readonly=True)
+    assert store.annotations_by_run(old) == {}
+    store.close(old)
+    db = store.open_db(path)
+    assert store.schema_version(db) == store.SCHEMA_VERSION == 15
+    assert store.run(db, run)["mal"] == 2.5 and store.annotations_by_run(db) == {}
+    store.set_annotation(db, run, "a", "b")
+    assert store.annotations_by_run(db) == {run: {"tags": "a", "notes": "b"}}

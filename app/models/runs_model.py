@@ -14,6 +14,7 @@ from workbench.host import provenance
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
     ("status", "Status", "pending, running, completed, partial (some requests failed: left out of speedups), failed or cancelled"),
+    ("tags", "Tags", "Your tags on the run: select it and type them under the table (searchable, Ctrl+F)"),
     ("target", "Target", "The served model"),
     ("method", "Method", "Drafting method; baseline = no speculation; '(what-if)': dummy weights and an imposed "
                          "acceptance, kept out of measured tables (hover for the curve's source)"),
@@ -36,6 +37,49 @@ COLUMNS = [
 ]
 SORT_ROLE = Qt.UserRole + 1
 FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
+
+
+def cell(row: dict, key: str, role):
+    """What a run's cell shows in a role: the flat table and History's tree show runs alike."""
+    value = row.get(key)
+    redone_by = row.get("redone_by")  # a failed attempt kept beside the run that redid it
+    if redone_by is not None and key == "status" and role in (Qt.DisplayRole, Qt.ToolTipRole):
+        return (f"{value} (redone: run {redone_by})" if role == Qt.DisplayRole
+                else f"This attempt {value} and was redone as run {redone_by}; its error and log tail are kept")
+    if redone_by is not None and key == "id" and role == SORT_ROLE:
+        return redone_by + 0.5  # right after its redo when sorted by run
+    if role == Qt.DisplayRole:
+        if key == "lossless_identical" and row.get("graded"):
+            value = value if value is not None else 0  # accuracy alone (a baseline)
+        if value is None:
+            return ""
+        if key == "target":
+            return str(value).rstrip("/").rsplit("/", 1)[-1]
+        if key == "started":
+            return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
+        if key == "provenance":
+            return provenance.summary(json.loads(value))
+        if key == "gpus":
+            return ",".join(map(str, json.loads(value)))
+        if key == "method" and compare.is_what_if(row):
+            return f"{value} (what-if)"
+        if key == "lossless_identical":
+            return ("! " if lossless.verdict(row) else "") + lossless.summary(row)
+        return FORMATS.get(key, "{}").format(value)
+    if role == Qt.ToolTipRole and key in ("target", "error") and value:
+        return str(value)
+    if role == Qt.ToolTipRole and key == "lossless_identical":
+        return lossless.verdict(row)
+    if role == Qt.ToolTipRole and key == "method" and compare.is_what_if(row):
+        return compare.marker(row)
+    if role == Qt.ToolTipRole and key == "provenance" and value:
+        return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
+    if role == SORT_ROLE:
+        return value if value is not None else ("" if key in ("provenance", "tags") else -1)
+    if role == Qt.TextAlignmentRole and key not in ("status", "tags", "target", "method", "workload", "error", "started",
+                                                     "provenance", "lossless_identical"):
+        return int(Qt.AlignRight | Qt.AlignVCenter)
+    return None
 
 
 class RowsModel(QAbstractTableModel):
@@ -68,41 +112,7 @@ class RunsModel(RowsModel):
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
-        key = COLUMNS[index.column()][0]
-        value = self._rows[index.row()].get(key)
-        if role == Qt.DisplayRole:
-            if key == "lossless_identical" and self._rows[index.row()].get("graded"):
-                value = value if value is not None else 0  # accuracy alone (a baseline)
-            if value is None:
-                return ""
-            if key == "target":
-                return str(value).rstrip("/").rsplit("/", 1)[-1]
-            if key == "started":
-                return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
-            if key == "provenance":
-                return provenance.summary(json.loads(value))
-            if key == "gpus":
-                return ",".join(map(str, json.loads(value)))
-            if key == "method" and compare.is_what_if(self._rows[index.row()]):
-                return f"{value} (what-if)"
-            if key == "lossless_identical":
-                row = self._rows[index.row()]
-                return ("! " if lossless.verdict(row) else "") + lossless.summary(row)
-            return FORMATS.get(key, "{}").format(value)
-        if role == Qt.ToolTipRole and key in ("target", "error") and value:
-            return str(value)
-        if role == Qt.ToolTipRole and key == "lossless_identical":
-            return lossless.verdict(self._rows[index.row()])
-        if role == Qt.ToolTipRole and key == "method" and compare.is_what_if(self._rows[index.row()]):
-            return compare.marker(self._rows[index.row()])
-        if role == Qt.ToolTipRole and key == "provenance" and value:
-            return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
-        if role == SORT_ROLE:
-            return value if value is not None else (-1 if key != "provenance" else "")
-        if role == Qt.TextAlignmentRole and key not in ("status", "target", "method", "workload", "error", "started",
-                                                         "provenance", "lossless_identical"):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
-        return None
+        return cell(self._rows[index.row()], COLUMNS[index.column()][0], role)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         return column_header(COLUMNS, section, orientation, role)

@@ -1,39 +1,29 @@
-"""The History page: every run in the open database, sortable and filterable, deletable, openable in Live."""
+"""The History page: every run in the open database under its experiment, sortable, searchable and
+filterable, deletable, openable in Live."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QTreeView,
+    QVBoxLayout, QWidget,
 )
 
 from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, RunsModel
+from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
+from app.pages import history_views
+from app.pages.history_filter import RunsFilter
+from app.pages.history_views import ViewsBar
+from app.widgets.run_diff import RunDiff
+from app.widgets.run_notes import RunNotes
 from workbench import store
 
 FILTERS = ("method", "workload", "status", "target")
 ANY = "(any)"
-
-
-class RunsFilter(QSortFilterProxyModel):
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.wanted: dict[str, str] = {}
-
-    def set_filter(self, key: str, value: str | None) -> None:
-        self.beginFilterChange()
-        if value is None:
-            self.wanted.pop(key, None)
-        else:
-            self.wanted[key] = value
-        self.endFilterChange()
-
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:
-        row = self.sourceModel().row(source_row)
-        return all(str(row.get(k)) == v for k, v in self.wanted.items())
 
 
 class HistoryPage(QWidget):
@@ -44,24 +34,30 @@ class HistoryPage(QWidget):
         super().__init__(parent)
         self.db_path: Path | None = None
         self._loaded_from: Path | None = None
+        self._latest: int | None = None  # the newest experiment seen: opened once when it appears
         self.reading = False  # a read of the runs in flight
         self._again = False
-        self.model = RunsModel(self)
+        self.model = RunsModel(self)  # the runs, flat: what the actions read
+        self.tree = SweepTree(self.model, self)  # the same runs under their experiments: what is shown
         self.proxy = RunsFilter(self)
-        self.proxy.setSourceModel(self.model)
+        self.proxy.setSourceModel(self.tree)
         self.proxy.setSortRole(SORT_ROLE)
-        self.view = QTableView()
+        self._expanded: set[int] = set()  # experiments the reader left open, kept across refreshes
+        self.view = QTreeView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(0, Qt.AscendingOrder)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.view.setUniformRowHeights(True)  # one row height for all: a large history scrolls fast
+        self.view.header().setSectionResizeMode(QHeaderView.ResizeToContents)
         # Column widths from the first rows only: measuring every row of a large history took
         # seconds per refresh (the page refreshes on every run event of a sweep).
-        self.view.horizontalHeader().setResizeContentsPrecision(64)
-        self.view.horizontalHeader().setStretchLastSection(True)
-        self.view.setSelectionBehavior(QTableView.SelectRows)
-        self.view.setSelectionMode(QTableView.ExtendedSelection)
+        self.view.header().setResizeContentsPrecision(64)
+        self.view.header().setStretchLastSection(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.view.doubleClicked.connect(lambda _: self._open())
+        self.view.expanded.connect(lambda i: self._expanded.add(i.data(EXPERIMENT_ROLE)))
+        self.view.collapsed.connect(lambda i: self._expanded.discard(i.data(EXPERIMENT_ROLE)))
 
         self.combos: dict[str, QComboBox] = {}
         bar = QHBoxLayout()
@@ -74,7 +70,16 @@ class HistoryPage(QWidget):
             self.combos[key] = combo
             bar.addWidget(QLabel(key.capitalize()))
             bar.addWidget(combo)
-        bar.addStretch(1)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search method, target, workload, status, tags, notes (Ctrl+F)")
+        self.search.setToolTip("Show only runs containing every word typed here, in their method, target, "
+                               "workload, status, tags or notes (Ctrl+F; Esc clears)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(160)
+        self.search.textChanged.connect(self._searched)
+        QShortcut(QKeySequence.Find, self, self._focus_search)
+        QShortcut(QKeySequence(Qt.Key_Escape), self.search, self.search.clear)
+        bar.addWidget(self.search, 1)
         self.open_button = QPushButton("Open in Live")
         self.open_button.setToolTip("Show the selected run's charts (Enter)")
         self.open_button.clicked.connect(self._open)
@@ -88,10 +93,29 @@ class HistoryPage(QWidget):
         self.compare_experiment_button = QPushButton("Compare experiment")
         self.compare_experiment_button.setToolTip("Compare every run of the selected run's experiment")
         self.compare_experiment_button.clicked.connect(self._compare_experiment)
+        self.diff_button = QPushButton("Diff two runs")
+        self.diff_button.setToolTip("Every field of the two selected runs side by side, differences highlighted "
+                                    "(Ctrl+D)")
+        self.diff_button.setShortcut("Ctrl+D")
+        self.diff_button.clicked.connect(self.diff_selected)
+        self.diff_button.setEnabled(False)
+        self.diff: RunDiff | None = None
+        self.pin_button = QPushButton("Pin as baseline")
+        self.pin_button.setToolTip("Mark the selected run as this results file's baseline (◆ in the Run column); "
+                                   "again on the pinned run unpins it (Ctrl+Shift+B)")
+        self.pin_button.setShortcut("Ctrl+Shift+B")
+        self.pin_button.clicked.connect(self.pin_selected)
+        self.pinned = QLabel("")
+        self.views = ViewsBar(self.current_view)
+        self.views.chosen.connect(self.apply_view)
         # The actions on a row of their own: beside the filters they made the page, hence the
         # window, wider than a 1280-pixel screen.
         actions = QHBoxLayout()
+        actions.addWidget(self.views)
+        actions.addWidget(self.pinned)
         actions.addStretch(1)
+        actions.addWidget(self.pin_button)
+        actions.addWidget(self.diff_button)
         actions.addWidget(self.compare_button)
         actions.addWidget(self.compare_experiment_button)
         actions.addWidget(self.open_button)
@@ -99,11 +123,15 @@ class HistoryPage(QWidget):
         QShortcut(QKeySequence.Delete, self.view, self.delete_selected)
         QShortcut(QKeySequence(Qt.Key_Return), self.view, self._open)
         self.empty = QLabel("")
+        self.notes = RunNotes()
+        self.notes.save.connect(self.save_notes)
+        self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addLayout(actions)
-        layout.addWidget(self.view)
+        layout.addWidget(self.view, 1)  # the runs get the height; the notes keep their few lines
         layout.addWidget(self.empty)
+        layout.addWidget(self.notes)
 
     def load(self, db_path: Path) -> None:
         """Reads the database's runs off the GUI thread (a large history is a long read, and a sweep
@@ -116,7 +144,7 @@ class HistoryPage(QWidget):
         self.reading = True
         worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
 
-    def _loaded(self, db_path: Path, rows: list[dict], message: str) -> None:
+    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, dict], message: str) -> None:
         self.reading = False
         if self._again or db_path != self.db_path:
             self._again = False
@@ -125,7 +153,14 @@ class HistoryPage(QWidget):
         if rows and rows == self.model._rows and db_path == self._loaded_from:
             return  # nothing changed since the last refresh: keep the view, its selection and scroll
         self._loaded_from = db_path
+        self._expanded &= {r.get("experiment_id") for r in rows}
+        latest = max((r.get("experiment_id") or 0 for r in rows), default=None)
+        if latest is not None and latest != self._latest:
+            self._latest = latest
+            self._expanded.add(latest)  # a new sweep opens, as its runs are the ones wanted first
+        kept = self.selected_ids()  # a refresh resets the model: the selection is put back after
         self.model.set_rows(rows)
+        self.tree.set_experiments(experiments)
         for key, combo in self.combos.items():
             current = combo.currentText() or ANY
             values = sorted({str(r.get(key)) for r in rows})
@@ -135,11 +170,134 @@ class HistoryPage(QWidget):
             combo.setCurrentText(current if current in values else ANY)
             combo.blockSignals(False)
             self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
+        self._show_pin(history_views.pinned_baseline(db_path))
+        self._expand()
+        # Measured again once the rows to show are unfolded: a tree sizes its columns on the rows
+        # visible when it is reset, which were only the experiments'.
+        for column in range(self.tree.columnCount()):
+            self.view.resizeColumnToContents(column)
+        self.select_runs(kept)
+        self._selection_changed()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))
 
+    def _selection_changed(self, *_) -> None:
+        ids = self.selected_ids()
+        rows = [r for r in self.model._rows if r["id"] in ids]
+        self.notes.show_run(rows[0] if len(rows) == 1 else None)
+        self.diff_button.setEnabled(len(rows) == 2)
+        self.pin_button.setEnabled(len(rows) == 1)
+        self.pin_button.setText("Unpin baseline" if rows and rows[0]["id"] == self.tree.pinned and len(rows) == 1
+                                else "Pin as baseline")
+
+    def current_view(self) -> dict:
+        header = self.view.header()
+        return {"search": self.search.text(), "sort_column": header.sortIndicatorSection(),
+                "sort_order": int(header.sortIndicatorOrder().value),
+                "filters": {key: combo.currentText() for key, combo in self.combos.items()
+                            if combo.currentText() not in ("", ANY)}}
+
+    def apply_view(self, view: dict) -> None:
+        """Shows a saved view: a filter value no run has any more is added to its combo, so the view
+        reads as saved (and shows nothing) rather than silently showing everything."""
+        for key, combo in self.combos.items():
+            value = view.get("filters", {}).get(key, ANY)
+            if combo.findText(value) < 0:
+                combo.addItem(value)
+            combo.setCurrentText(value)
+        self.search.setText(view.get("search", ""))
+        self.view.sortByColumn(int(view.get("sort_column", 0)), Qt.SortOrder(int(view.get("sort_order", 0))))
+
+    def pin_selected(self) -> None:
+        ids = self.selected_ids()
+        if len(ids) != 1 or self.db_path is None:
+            return
+        run_id = None if ids[0] == self.tree.pinned else ids[0]
+        history_views.pin_baseline(self.db_path, run_id)
+        self._show_pin(run_id)
+        self._selection_changed()
+
+    def _show_pin(self, run_id: int | None) -> None:
+        rows = [r for r in self.model._rows if r["id"] == run_id]
+        self.tree.set_pinned(run_id if rows else None)
+        self.pinned.setText(f"Baseline: ◆ run {run_id} ({rows[0]['method']}, {rows[0]['workload']})" if rows else "")
+        self.pinned.setToolTip("The run pinned as this results file's baseline; Compare still pairs each run "
+                               "with the baseline of its own experiment" if rows else "")
+
+    def diff_selected(self) -> RunDiff | None:
+        """The two selected runs' fields side by side, in a window of its own (non-modal, so the
+        table stays usable beside it)."""
+        ids = self.selected_ids()
+        rows = [r for r in self.model._rows if r["id"] in ids]
+        if len(rows) != 2:
+            return None
+        self.diff = RunDiff(rows[0], rows[1], self)
+        self.diff.show()
+        return self.diff
+
+    def save_notes(self, run_id: int, tags: str, notes: str) -> None:
+        """Writes a run's tags and notes on a worker's thread (a sweep writing to the file may hold its
+        lock a moment), then reads the runs again to show them."""
+        if self.db_path is None:
+            return
+        db_path = self.db_path
+        self.notes.save_button.setEnabled(False)  # one write at a time
+        worker.run(lambda: _annotate(db_path, run_id, tags, notes), self, lambda _: self._saved(db_path),
+                   self._save_failed)
+
+    def _saved(self, db_path: Path) -> None:
+        self.notes.save_button.setEnabled(self.notes.run_id is not None)
+        self.load(db_path)
+
+    def _save_failed(self, exc: BaseException) -> None:
+        self.notes.save_button.setEnabled(self.notes.run_id is not None)
+        QMessageBox.warning(self, "Save notes", str(exc))
+
+    def _focus_search(self) -> None:
+        self.search.setFocus(Qt.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _searched(self, text: str) -> None:
+        self.proxy.set_search(text)
+        self._expand()
+
+    def _expand(self) -> None:
+        """Opens the experiments the reader had open, the newest one at first; while a search or a
+        filter narrows the runs, every experiment with a run shown, so no match hides folded."""
+        narrowed = bool(self.proxy.words or self.proxy.wanted)
+        for i in range(self.proxy.rowCount()):
+            index = self.proxy.index(i, 0)
+            self.view.setExpanded(index, narrowed or index.data(EXPERIMENT_ROLE) in self._expanded)
+
+    def visible_run_ids(self) -> list[int]:
+        """The runs shown, top to bottom (folded experiments' runs included)."""
+        ids = []
+        for i in range(self.proxy.rowCount()):
+            parent = self.proxy.index(i, 0)
+            ids += [self.proxy.index(j, 0, parent).data(RUN_ROLE) for j in range(self.proxy.rowCount(parent))]
+        return ids
+
+    def select_runs(self, run_ids: list[int]) -> None:
+        """Selects these runs' rows (as clicking them with Ctrl would)."""
+        selection = self.view.selectionModel()
+        selection.clearSelection()
+        flags = QItemSelectionModel.Select | QItemSelectionModel.Rows
+        for i in range(self.proxy.rowCount()):
+            parent = self.proxy.index(i, 0)
+            for j in range(self.proxy.rowCount(parent)):
+                index = self.proxy.index(j, 0, parent)
+                if index.data(RUN_ROLE) in run_ids:
+                    selection.setCurrentIndex(index, flags)
+
     def selected_ids(self) -> list[int]:
-        rows = {self.proxy.mapToSource(i).row() for i in self.view.selectionModel().selectedRows()}
-        return [self.model.row(r)["id"] for r in sorted(rows)]
+        """The selected runs; a selected experiment row stands for all its runs shown."""
+        ids: list[int] = []
+        for index in self.view.selectionModel().selectedRows():
+            run_id = index.data(RUN_ROLE)
+            if run_id is not None:
+                ids.append(run_id)
+                continue
+            ids += [self.proxy.index(j, 0, index).data(RUN_ROLE) for j in range(self.proxy.rowCount(index))]
+        return sorted(set(ids))
 
     def _compare_selected(self) -> None:
         ids = set(self.selected_ids())
@@ -157,7 +315,8 @@ class HistoryPage(QWidget):
         if not ids and rows:
             ids = [rows[-1]["id"]]
         experiments = {r["experiment_id"] for r in rows if r["id"] in set(ids)}
-        chosen = [r for r in rows if r["experiment_id"] in experiments]
+        # The experiment as its sweep left it: a failed attempt that was redone is not one of its runs.
+        chosen = [r for r in rows if r["experiment_id"] in experiments and r.get("redone_by") is None]
         if chosen:
             self.compare.emit(chosen)
 
@@ -198,15 +357,26 @@ def _delete_runs(db_path: Path, ids: list[int]) -> None:
         store.close(db)
 
 
-def _read_runs(db_path: Path) -> tuple[list[dict], str]:
-    """The database's runs, and why there are none when it cannot be read (on a worker's thread)."""
+def _annotate(db_path: Path, run_id: int, tags: str, notes: str) -> None:
+    db = store.open_db(db_path)
+    try:
+        store.set_annotation(db, run_id, tags, notes)
+    finally:
+        store.close(db)
+
+
+def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
+    """The database's runs (each with its tags and notes), its experiments, and why there are none
+    when it cannot be read (on a worker's thread)."""
     if not db_path.exists():
-        return [], ""
+        return [], {}, ""
     try:
         db = store.open_db(db_path, readonly=True)
         try:
-            return store.runs(db), ""
+            notes = store.annotations_by_run(db)
+            rows = [{**row, "tags": "", "notes": "", **notes.get(row["id"], {})} for row in store.runs(db)]
+            return rows, store.experiments(db), ""
         finally:
             store.close(db)
     except store.StoreError as exc:
-        return [], str(exc)
+        return [], {}, str(exc)

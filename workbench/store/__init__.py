@@ -6,6 +6,7 @@ no SQL is written anywhere but in this package."""
 from __future__ import annotations
 
 # BUSY_TIMEOUT_S stays in workbench.store.connection, where open_db reads it (a test shortens it there).
+from workbench.store.annotations import annotations_by_run, clean_tags, experiments, set_annotation
 from workbench.store.connection import Database, check_integrity, close, open_db, tables
 from workbench.store.errors import DatabaseError, StoreError, explain
 from workbench.store.mirror import Mirror, mirrored_rows
@@ -20,6 +21,7 @@ from workbench.store.schema import (MIGRATIONS, MUTABLE_TABLES, RUN_COLUMNS, RUN
 from workbench.store.source import Source, backup, latest_sweep
 
 __all__ = [
+    "annotations_by_run", "clean_tags", "experiments", "set_annotation",
     "Database", "check_integrity", "close", "open_db", "tables",
     "DatabaseError", "StoreError", "explain", "Mirror", "mirrored_rows",
     "FEED_COLUMNS", "active_sweeps", "answers", "completed_run_keys", "completed_siblings", "counter_samples", "experiment_plan", "experiment_source", "failed_runs_of_sweep",

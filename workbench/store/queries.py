@@ -64,17 +64,23 @@ def request_counts(db: Database, run_id: int) -> tuple[int, int]:
 
 
 def runs(db: Database) -> list[dict]:
-    """Every run, oldest first."""
+    """Every run, oldest first, failed attempts that were redone included (History shows them)."""
     return list(db["runs"].rows_where(order_by="id"))
+
+
+def _current(db: Database) -> str:
+    # The experiment's own runs, not the failed attempts kept beside their redo (schema 15); a file
+    # opened read-only before its migration has none.
+    return " AND redone_by IS NULL" if "redone_by" in db["runs"].columns_dict else ""
 
 
 def runs_of_experiment(db: Database, experiment_id: int) -> list[dict]:
     """An experiment's runs in the order they were registered."""
-    return list(db["runs"].rows_where("experiment_id = ?", [experiment_id], order_by="id"))
+    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="id"))
 
 
 def runs_in_plan_order(db: Database, experiment_id: int) -> list[dict]:
-    return list(db["runs"].rows_where("experiment_id = ?", [experiment_id], order_by="seq"))
+    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq"))
 
 
 def provenance_of(db: Database, run_ids: list[int]) -> dict[int, dict | None]:
@@ -95,11 +101,12 @@ def completed_run_keys(db: Database, experiment_id: int) -> set[str]:
 def status_counts(db: Database, experiment_id: int) -> dict[str, int]:
     """How many of the experiment's runs are in each status."""
     return {row[0]: row[1] for row in db.execute(
-        "SELECT status, count(*) FROM runs WHERE experiment_id = ? GROUP BY status", [experiment_id])}
+        "SELECT status, count(*) FROM runs WHERE experiment_id = ?" + _current(db) + " GROUP BY status",
+        [experiment_id])}
 
 
 def first_run_of_experiment(db: Database, experiment_id: int) -> int | None:
-    row = db.execute("SELECT id FROM runs WHERE experiment_id = ?", [experiment_id]).fetchone()
+    row = db.execute("SELECT id FROM runs WHERE experiment_id = ?" + _current(db), [experiment_id]).fetchone()
     return row[0] if row else None
 
 
@@ -128,7 +135,8 @@ def sampling_of_completed(db: Database, target: str) -> list[tuple]:
 def failed_runs_of_sweep(db: Database, pid: int, events_path: str) -> int:
     """Failed runs in the experiment(s) of the sweep that this runner (pid, events file) wrote."""
     return db.execute("SELECT count(*) FROM runs WHERE experiment_id IN (SELECT experiment_id FROM sweeps "
-                      "WHERE pid = ? AND events_path = ?) AND status = 'failed'", [pid, events_path]).fetchone()[0]
+                      "WHERE pid = ? AND events_path = ?) AND status = 'failed'" + _current(db),
+                      [pid, events_path]).fetchone()[0]
 
 
 def recommendation_summaries(db: Database, experiment_id: int) -> list[str]:

@@ -43,6 +43,8 @@ def delete_run(db: Database, run_id: int) -> None:
     """A run and everything measured in it."""
     with db.conn:
         _clear_run(db, run_id)
+        if "annotations" in db.table_names():  # the reader's notes go with the run they were about
+            db.execute("DELETE FROM annotations WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM runs WHERE id = ?", [run_id])
 
 
@@ -83,10 +85,21 @@ class Recorder:
                     ids[key] = _insert(self.db, "runs", new_row(index))
                     continue
                 ids[key] = row[0]
+                if row[1] == "failed":
+                    self._keep_failed_attempt(row[0])
                 if row[1] not in ("completed", "skipped"):
                     _clear_run(self.db, row[0])
                     self.db.table("runs").update(row[0], {"status": "pending", "error": None, "log_tail": None})
         return ids
+
+    def _keep_failed_attempt(self, run_id: int) -> None:
+        """A copy of a failed run's row (its error, log tail and figures), linked to the run that
+        redoes it, so History shows the failure beside the redo. Its own key keeps the experiment's
+        one row per key; what it measured (samples, logs) goes with the redo's reset, as before."""
+        old = dict(next(iter(self.db["runs"].rows_where("id = ?", [run_id]))))
+        attempts = self.db.execute("SELECT count(*) FROM runs WHERE redone_by = ?", [run_id]).fetchone()[0]
+        old.pop("id")
+        _insert(self.db, "runs", {**old, "key": f"{old['key']}#failed-{attempts + 1}", "redone_by": run_id})
 
     def sweep_started(self, experiment_id: int, events_path: str | None, started: float,
                       runs_total: int, runs_pending: int) -> int:

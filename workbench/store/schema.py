@@ -7,7 +7,7 @@ import sqlite_utils
 
 from workbench.store.errors import StoreError
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 # Rows that belong to one run (by run_id) and are only ever appended; a run that is redone
 # loses them all. The remote mirror streams them by id.
@@ -211,8 +211,21 @@ def _v14(db: sqlite_utils.Database) -> None:
             db.table("runs").add_column(column, str)
 
 
+def _v15(db: sqlite_utils.Database) -> None:
+    # A reader's tags and notes on a run (History). A table of their own, not columns of runs:
+    # they are the reader's words, not the sweep's, so a redo of the run (which rewrites its row)
+    # and a remote mirror (which sends a host's run rows again whole) leave them as they are.
+    db.execute("CREATE TABLE IF NOT EXISTS annotations (run_id INTEGER PRIMARY KEY REFERENCES runs(id), "
+               "tags TEXT NOT NULL DEFAULT '', notes TEXT NOT NULL DEFAULT '', updated FLOAT)")
+    # A failed run that is redone used to be reset in place, and the record that it failed (its
+    # error, its log tail, when) was lost. Now the failed attempt is kept as a run row of its own,
+    # `redone_by` the id of the run that redoes it; the experiment's own rows have NULL there.
+    if "redone_by" not in db["runs"].columns_dict:
+        db.table("runs").add_column("redone_by", int)
+
+
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10, 11: _v11,
-              12: _v12, 13: _v13, 14: _v14}
+              12: _v12, 13: _v13, 14: _v14, 15: _v15}
 
 
 def schema_version(db: sqlite_utils.Database) -> int:

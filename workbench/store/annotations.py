@@ -1,0 +1,44 @@
+"""A reader's tags and notes on runs, and the experiments runs are grouped under in History."""
+
+from __future__ import annotations
+
+import time
+
+from workbench.store.connection import Database
+
+
+def clean_tags(text: str) -> str:
+    """Tags as typed (commas or spaces between them), each once, in the order first written, joined
+    by ", ": what is stored and shown, so a search for a tag finds it however it was typed."""
+    seen: list[str] = []
+    for tag in text.replace(",", " ").split():
+        if tag not in seen:
+            seen.append(tag)
+    return ", ".join(seen)
+
+
+def set_annotation(db: Database, run_id: int, tags: str, notes: str) -> None:
+    """Stores a run's tags and notes (replacing what it had); both empty forget the run's entry."""
+    tags, notes = clean_tags(tags), notes.strip()
+    with db.conn:
+        if not tags and not notes:
+            db.execute("DELETE FROM annotations WHERE run_id = ?", [run_id])
+            return
+        db.execute("INSERT INTO annotations (run_id, tags, notes, updated) VALUES (?, ?, ?, ?) ON CONFLICT(run_id) "
+                   "DO UPDATE SET tags = excluded.tags, notes = excluded.notes, updated = excluded.updated",
+                   [run_id, tags, notes, time.time()])
+
+
+def annotations_by_run(db: Database) -> dict[int, dict[str, str]]:
+    """Every annotated run's {"tags", "notes"}, by run id. A file opened read-only before it was
+    migrated has no such table: none."""
+    if "annotations" not in db.table_names():
+        return {}
+    return {run_id: {"tags": tags, "notes": notes}
+            for run_id, tags, notes in db.execute("SELECT run_id, tags, notes FROM annotations")}
+
+
+def experiments(db: Database) -> dict[int, dict]:
+    """Every experiment's id, name and when it was created, by id (History's parent rows)."""
+    return {row[0]: {"id": row[0], "name": row[1], "created": row[2]}
+            for row in db.execute("SELECT id, name, created FROM experiments ORDER BY id")}
