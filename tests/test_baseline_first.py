@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from helpers.standin_sweep import SCRIPT, rows_by_label, standin_plan
-from workbench import events, launch, plan
+from workbench import events, launch, plan, store
 from workbench.sweep import runner
 
 # The baseline server (started without a speculative config) dies at start-up as long as the
@@ -59,6 +59,11 @@ def test_a_failed_baseline_is_retried_before_the_speculative_runs(demo_models, v
     assert summary["completed"] == 4 and summary["failed"] == 0 and "note" not in summary
     assert rows["baseline c=1"]["status"] == rows["baseline c=2"]["status"] == "completed"
     assert rows["baseline c=1"]["error"] is None
+    # The failed attempt is kept beside its redo (History shows both).
+    db = store.open_db(tmp_path / "r.sqlite", readonly=True)
+    kept = [r for r in store.runs(db) if r.get("redone_by")]
+    store.close(db)
+    assert [(r["method"], r["status"]) for r in kept] == [("baseline", "failed")] * 2  # c=1 and c=2
 
 
 def test_speculative_runs_wait_when_the_baseline_still_fails(demo_models, vllm_install, tmp_path, monkeypatch):
