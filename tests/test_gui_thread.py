@@ -25,8 +25,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QWidget
 
-from app import main
-from app.jobs import worker
+from app.jobs import results_file, worker
 from app.main import MainWindow
 from app.pages.compare_page import ComparePage
 from app.pages.experiment import ExperimentPage
@@ -197,8 +196,8 @@ def test_a_sweeps_end_reads_the_latest_experiment_off_the_gui_thread(qtbot, tmp_
     qtbot.waitUntil(lambda: worker.active() == 0 and not w.compare.building, timeout=10000)
     shutil.copy(recorded_db, db)  # what the sweep's runner wrote
     latest = store.latest_experiment(store.open_db(db, readonly=True))
-    held = Held(main.select)
-    monkeypatch.setattr(main, "select", held)
+    held = Held(results_file.select)
+    monkeypatch.setattr(results_file, "select", held)
     w.tabs.setCurrentWidget(w.live)
 
     answers_while_held(qtbot, held, w._sweep_ended, lambda: bool(w.compare.rows))
@@ -213,8 +212,8 @@ def test_a_latest_experiment_read_last_is_not_shown_over_a_newer_choice(qtbot, t
     w = _window(qtbot, db, vllm_install)
     qtbot.waitUntil(lambda: bool(w.compare.rows), timeout=10000)
     chosen = w.compare.rows[:2]
-    slow = Held(main.select)
-    monkeypatch.setattr(main, "select", slow)
+    slow = Held(results_file.select)
+    monkeypatch.setattr(results_file, "select", slow)
     w.show_latest()
     qtbot.waitUntil(slow.entered.is_set, timeout=5000)
     w.compare_runs(chosen)  # chosen in History meanwhile
@@ -225,10 +224,10 @@ def test_a_latest_experiment_read_last_is_not_shown_over_a_newer_choice(qtbot, t
 
     # Two asks for the latest experiment: the newer one's answer stands, whichever comes last.
     older = Held(lambda path: [])
-    monkeypatch.setattr(main, "select", older)
+    monkeypatch.setattr(results_file, "select", older)
     w.show_latest()
     qtbot.waitUntil(older.entered.is_set, timeout=5000)
-    monkeypatch.setattr(main, "select", slow.then)
+    monkeypatch.setattr(results_file, "select", slow.then)
     w.show_latest()
     qtbot.waitUntil(lambda: w.compare.rows is not chosen, timeout=10000)
     older.gate.set()

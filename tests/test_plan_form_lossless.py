@@ -86,6 +86,8 @@ api_key_env = "MY_VLLM_KEY"
 [sweep]
 mode = "adaptive"
 parallel = 1
+baseline_retries = 2
+without_baseline = "run"
 [workload]
 names = ["builtin"]
 concurrency = 4
