@@ -363,7 +363,9 @@ class ModelsPage(QWidget):
             self.whatif_dialog.deleteLater()
         # Measured curves come from the results database the window has open.
         db = getattr(self.window(), "db_path", None) or paths.default_db()
-        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self)
+        # The vLLM the window probed: the dialog says so when it cannot run a what-if plan.
+        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self,
+                                          vllm=getattr(self.window(), "vllm", None))
         self.whatif_dialog.planned.connect(self._whatif_planned)
         self.whatif_dialog.open()
 

@@ -44,9 +44,9 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
         host_platform, host_gpus = gpus.detect()
     platform = host_platform
     absent = _absent_gpus(p, platform, host_gpus)
-    local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
-    if p.mode == "what-if" and local_cpu:
-        return [*absent, Finding(ERROR, "", WHAT_IF_ON_CPU.format(version=vllm.version))]
+    refused = what_if_refusal(p, vllm)
+    if refused:
+        return [*absent, Finding(ERROR, "", refused)]
     out = [*absent, *(Finding(WARNING, "", w) for w in sanity.for_plan(p, db))]
     shown: set[str] = set()  # one warning repeated for every N is said once
     local = [s for s, _ in p.servers() if s.profile.kind == "local" and s.profile.gpu_platform(platform) == "rocm"]
@@ -78,6 +78,13 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
                 shown.add(warning)
                 out.append(Finding(WARNING, label, warning))
     return out
+
+
+def what_if_refusal(p: Plan, vllm: VllmInstall) -> str | None:
+    """Why `vllm` cannot run the what-if plan `p` (its CPU build serving a local server), or None.
+    Also asked by the app's What-if dialog, so it never shows a plan as ready that Run refuses."""
+    local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
+    return WHAT_IF_ON_CPU.format(version=vllm.version) if p.mode == "what-if" and local_cpu else None
 
 
 def _absent_gpus(p: Plan, platform: str, found: list[gpus.Gpu] | None) -> list[Finding]:
