@@ -25,6 +25,7 @@ from app.jobs import worker
 from app.jobs.sweep import Sweep
 from app.pages.train_page import TrainPage
 from app.remote_run import RemoteRun
+from app.rerun import Rerun
 from workbench import __version__, events, paths, plan, store
 from workbench.host import engine, gpus
 from workbench.usecases.export_options import NoExperiments
@@ -87,6 +88,7 @@ class MainWindow(QMainWindow):
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
         self.remote_run = RemoteRun(self, self.experiment)
+        self.rerun = Rerun(self)
         menus.build(self)
 
         last_plan = self.settings.value("plan/last")
@@ -255,8 +257,8 @@ class MainWindow(QMainWindow):
     def run_remote(self) -> None:
         self.remote_run.ask()
 
-    def start_sweep(self, p: plan.Plan, text: str) -> None:
-        if self.sweep is not None:
+    def start_sweep(self, p: plan.Plan, text: str, again: bool = False) -> None:
+        if self.sweep is not None or (not again and self.rerun.intercepts(p, text)):
             return
         folder = paths.data_dir() / "plans"
         folder.mkdir(parents=True, exist_ok=True)
@@ -264,7 +266,7 @@ class MainWindow(QMainWindow):
         plan_file.write_text(self.experiment.text_for_run())
         try:
             sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=self.experiment.run_remote,
-                                ray=self.experiment.profile_form.ray_address())
+                                ray=self.experiment.profile_form.ray_address(), again=again)
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
             return

@@ -80,3 +80,34 @@ def test_the_first_attempt_keeps_the_plain_hash():
     p = plan.loads(demo_plan("again", methods=[DRAFT]))
     from dataclasses import replace
     assert replace(p, attempt=1).hash == p.hash != replace(p, attempt=2).hash
+
+
+@pytest.mark.usefixtures("demo_models")
+def test_the_app_asks_to_run_a_finished_plan_again(qtbot, tmp_path, vllm_install, monkeypatch):
+    import tomllib
+
+    from app.jobs.sweep import runner_args
+    from app.main import MainWindow
+
+    text = demo_plan("again", methods=[DRAFT], workload={"num_prompts": 2, "max_tokens": 16, "concurrency": [1]})
+    (tmp_path / "plan.toml").write_text(text)
+    assert _cli(tmp_path).returncode == 0
+    started: list = []
+    monkeypatch.setattr("app.main.Sweep.start", lambda *args, **kwargs: started.append(kwargs) or object())
+    w = MainWindow(tmp_path / "r.sqlite", vllm_install)
+    qtbot.addWidget(w)
+    monkeypatch.setattr(w, "_follow", lambda sweep: None)
+    page = w.experiment
+    page.set_document(tomllib.loads(text))
+    assert page.current is not None, page.status.text()
+
+    asked: list = []
+    w.rerun.ask = lambda p, latest: asked.append(latest) or False  # Cancel: nothing starts
+    w.start_sweep(page.current, page.text())
+    assert started == [] and asked and asked[0].finished and asked[0].total == 2
+
+    w.rerun.ask = lambda p, latest: True  # Run again: the runner is started with --again
+    w.start_sweep(page.current, page.text())
+    assert [kw.get("again") for kw in started] == [True]
+    assert runner_args("p.toml", "r.sqlite", "e.jsonl", "l.txt", again=True)[-1] == "--again"
+    assert "--again" not in runner_args("p.toml", "r.sqlite", "e.jsonl", "l.txt")
