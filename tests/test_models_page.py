@@ -139,3 +139,45 @@ def test_empty_lists_say_how_to_fill_them_and_an_idle_bar_says_nothing(page, qtb
     qtbot.waitUntil(lambda: page.status.text().startswith("Downloaded into"), timeout=60000)
     qtbot.waitUntil(lambda: page.cache.rowCount() == 1, timeout=5000)
     assert not hint.isVisible()
+
+
+def test_config_only_without_the_hub_offers_a_local_folder_or_a_shipped_shape(page, qtbot, stand_in, monkeypatch,
+                                                                               tmp_path, demo_models):
+    # Offline mode: what Config only would fetch is not in the cache, and the Hub is not asked.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    route = page.offline_route
+    assert not route.isVisible()
+    page.start_config_download("acme/big-target")
+    qtbot.waitUntil(route.isVisible, timeout=10000)
+    assert "not in the Hugging Face cache" in page.status.text()
+    line = route.label.text()
+    assert "open a local model folder" in line and "shipped shape" in line and "\n" not in line
+    assert route.folder_button.toolTip() and route.shape_button.toolTip()
+
+    route.shape_button.click()  # selects a shape: What-if plans on it without any download
+    target = page.selected_target()
+    assert target is not None and target[0].startswith("shape:") and page.whatif_button.isEnabled()
+    assert target[1] in page.status.text()
+
+    folder = next(iter(demo_models.values()))
+    monkeypatch.setattr("app.widgets.offline_route.QFileDialog.getExistingDirectory", lambda *a, **k: str(folder))
+    route.folder_button.click()  # a local model folder: What-if on it, served from its config
+    assert page.whatif_dialog is not None and page.whatif_dialog.target == str(folder)
+    page.whatif_dialog.reject()
+    qtbot.waitUntil(lambda: not page.whatif_dialog.busy(), timeout=30000)
+
+    monkeypatch.setattr("app.widgets.offline_route.QFileDialog.getExistingDirectory", lambda *a, **k: str(tmp_path))
+    route.folder_button.click()  # a folder without a config is said in one line, and opens nothing
+    assert f"{tmp_path.name} has no config.json" in route.label.text() and "\n" not in route.label.text()
+
+    # Config only with nothing selected (a search is refused offline) offers the same.
+    route.hide()
+    page.config_button.click()
+    assert route.isVisible()
+
+
+def test_an_unreachable_hub_offers_the_same(page, qtbot, stand_in, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing answers there
+    page.start_config_download("acme/big-target")
+    qtbot.waitUntil(page.offline_route.isVisible, timeout=30000)
+    assert "cannot reach the Hub" in page.status.text()

@@ -127,7 +127,9 @@ def test_a_shape_what_if_is_written_opened_and_refused_on_the_cpu_build(qtbot, d
     dflash.source.decay.setValue(0.8)
     dialog.remove_row(row_of(dialog, "dspark"))
     children = {p.pid for p in psutil.Process().children(recursive=True)}
-    assert checked(qtbot, dialog).startswith("✔ 15 runs on 5 servers")
+    # This host's vLLM is the CPU build: the dialog says so in red, and still writes the plan.
+    assert checked(qtbot, dialog).startswith("✖ 15 runs on 5 servers (the baseline included) planned, "
+                                             "but not runnable here: a what-if sweep needs a vLLM")
 
     with qtbot.waitSignal(dialog.planned, timeout=30000) as sig:
         qtbot.keyClick(dialog, Qt.Key_Return)  # Enter is OK
@@ -286,3 +288,17 @@ def test_the_experiment_page_keeps_a_prompt_table_and_a_what_if_plan(qtbot, data
     assert shown.mode == "what-if"
     page.num_prompts.setValue(40)  # a count the user typed replaces the table
     assert {r.num_prompts for r in plan.loads(page.text_for_run()).runs} == {40}
+
+
+def test_on_the_cpu_build_the_dialog_says_red_that_this_host_cannot_run_it(qtbot, data_dir, vllm_install):
+    # The local vLLM is the CPU build: its engine stops at the first request of a what-if run.
+    assert vllm_install.build == "cpu"
+    d = WhatIfDialog("shape:qwen3-8b", "qwen3-8b", "Qwen/Qwen3-8B", None, data_dir / "plans", vllm=vllm_install)
+    qtbot.addWidget(d)
+    d.show()
+    message = checked(qtbot, d)
+    assert message.startswith("✖") and "✔" not in message and "\n" not in message
+    assert "the CPU build" in message and "Synthetic acceptance not supported with CPU sampling" in message
+    assert "color: #D55E00" in d.message.styleSheet()
+    # The plan can still be written, for a host whose vLLM can impose acceptance.
+    assert d.ok.isEnabled() and "CUDA or ROCm" in d.ok.toolTip()

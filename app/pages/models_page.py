@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessa
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from app.jobs import worker
+from app.widgets.offline_route import OfflineRoute, select_shape
 from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
 from workbench import paths
@@ -37,6 +38,7 @@ class ModelsPage(QWidget):
         self._rescan = False
         self._after_scan: list = []
         self.gated_url: str | None = None
+        self.asked_repo: str | None = None  # the last repo a download asked for: its shape is offered offline
 
         self.token = QLabel()
         self.search_box = QLineEdit(placeholderText="Search the Hub, e.g. eagle3, DFlash, Qwen3-8B")
@@ -58,6 +60,7 @@ class ModelsPage(QWidget):
         self.status = QLabel(wordWrap=True)
         self.gated = QLabel(wordWrap=True, visible=False)
         self.gated_button = QPushButton("Open the model page", visible=False)
+        self.offline_route = OfflineRoute()  # shown when the Hub cannot be reached
 
         self.cache = TableModel([("repo", "Model", None), ("size", "Size", hub.human), ("files", "Files", None),
                                  ("refs", "Refs", None), ("partial", "Partial download", hub.human)])
@@ -96,7 +99,9 @@ class ModelsPage(QWidget):
         self.refresh_button.clicked.connect(self.refresh_cache)
         self.delete_button.clicked.connect(self.delete_selected)
         self.new_button.clicked.connect(self.new_from_pair)
-        self.whatif_button.clicked.connect(self.open_whatif)
+        self.whatif_button.clicked.connect(lambda: self.open_whatif())
+        self.offline_route.folder_chosen.connect(lambda folder: self.open_whatif((str(folder), folder.name, None)))
+        self.offline_route.shape_wanted.connect(self.use_shape)
         for view in (self.shapes_view, self.cache_view):
             view.selectionModel().selectionChanged.connect(lambda *_, v=view: self._target_selected(v))
         self.cache.modelReset.connect(lambda: self._target_selected(self.cache_view))
@@ -121,6 +126,7 @@ class ModelsPage(QWidget):
         row.addWidget(self.gated, 1)
         row.addWidget(self.gated_button)
         v.addLayout(row)
+        v.addWidget(self.offline_route)
 
         cache_box = QGroupBox("Local cache (shared with vLLM)")
         v = QVBoxLayout(cache_box)
@@ -176,6 +182,7 @@ class ModelsPage(QWidget):
                                "`hf auth login`) and download again.")
         self.gated.setVisible(isinstance(exc, hub.GatedError))
         self.gated_button.setVisible(isinstance(exc, hub.GatedError))
+        self.offline_route.setVisible(isinstance(exc, hub.Unreachable))  # a dead end without it
 
     def _set_busy(self, downloading: bool) -> None:
         self.download_button.setEnabled(not downloading)
@@ -203,6 +210,8 @@ class ModelsPage(QWidget):
         row = self._selected(self.results_view, self.results)
         if row is None:
             self.status.setText("Select a model in the results first")
+            if hub.offline():  # no search fills the results offline: say what serves instead
+                self.offline_route.offer()
         return row["repo"] if row else None
 
     def fetch_size(self) -> None:
@@ -226,6 +235,8 @@ class ModelsPage(QWidget):
             return
         self.gated.hide()
         self.gated_button.hide()
+        self.offline_route.hide()
+        self.asked_repo = repo
         self.bar.setValue(0)
         self.bar.setTextVisible(True)
         self._set_busy(True)
@@ -353,8 +364,13 @@ class ModelsPage(QWidget):
         folder = whatif.snapshot_with_config(row["path"], row["revisions"])
         return (str(folder) if folder else None), row["repo"], row["repo"]
 
-    def open_whatif(self) -> None:
-        target = self.selected_target()
+    def use_shape(self) -> None:
+        name = select_shape(self.shapes_view, self.shapes, self.asked_repo)
+        self.status.setText(f"Shape {name} selected: What-if plans a sweep on it from its config alone")
+
+    def open_whatif(self, target: tuple[str | None, str, str | None] | None = None) -> None:
+        """On `target` (plan reference, label, Hub repo), else on the selected shape or cached model."""
+        target = target or self.selected_target()
         if target is None or target[0] is None:
             self.status.setText(f"{target[1]} has no config.json in the cache: fetch it first (Config only)"
                                 if target else "What-if: select a shape, or a model in the local cache")
@@ -363,7 +379,9 @@ class ModelsPage(QWidget):
             self.whatif_dialog.deleteLater()
         # Measured curves come from the results database the window has open.
         db = getattr(self.window(), "db_path", None) or paths.default_db()
-        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self)
+        # The vLLM the window probed: the dialog says so when it cannot run a what-if plan.
+        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self,
+                                          vllm=getattr(self.window(), "vllm", None))
         self.whatif_dialog.planned.connect(self._whatif_planned)
         self.whatif_dialog.open()
 

@@ -20,7 +20,8 @@ from app.widgets.methods_table import parse_ints
 from workbench import methods, plan
 from workbench.plan import curves
 from workbench.plan.fields import SHAPE_PREFIX
-from workbench.usecases import whatif
+from workbench.host.engine import VllmInstall
+from workbench.usecases import findings, whatif
 
 RATE_TIP = ("Rates are unconditional per-position rates: p_i is the chance that the first i drafted tokens are "
             "all accepted (vLLM's accepted-at-position-i / drafts), so they never increase along the draft. "
@@ -36,6 +37,9 @@ SOURCES = {  # kind: (label, what it means)
     "measured": ("measured run", "A completed speculative run in the current results database: its measured "
                                  "per-position acceptance, imposed as vLLM's counters read it."),
 }
+
+WRITE_ELSEWHERE_TIP = ("Writes the plan and opens it; this host's vLLM cannot run it. Run it where a CUDA or ROCm "
+                       "build of vLLM serves (Sweep > Run on remote host, or copy the plan there).")
 
 
 @dataclass(frozen=True)
@@ -223,10 +227,11 @@ class WhatIfDialog(QDialog):
     planned = Signal(object, dict)  # the plan file written, its document
 
     def __init__(self, target: str, label: str, repo: str | None, db_path: Path | None, folder: Path,
-                 parent=None):
+                 parent=None, vllm: VllmInstall | None = None):
         super().__init__(parent)
         self.setWindowTitle(f"What-if: {label}")
         self.target, self.label, self.repo, self.db_path, self.folder = target, label, repo, db_path, folder
+        self.vllm = vllm  # the vLLM that would serve it here; None while not yet probed
         self.rows: list[MethodRow] = []
         self.written: Path | None = None
         self.name = f"what-if-{label.replace('/', '-')}"
@@ -349,8 +354,13 @@ class WhatIfDialog(QDialog):
             return  # the form changed since: a newer check answers
         self._pending = None
         text, p = built
-        self._say(f"✔ {len(p.runs)} runs on {len(p.servers())} servers (the baseline included), "
-                  "dummy weights, acceptance imposed")
+        runs = f"{len(p.runs)} runs on {len(p.servers())} servers (the baseline included)"
+        refused = findings.what_if_refusal(p, self.vllm) if self.vllm is not None else None
+        if refused:
+            # Red, as Run will refuse it here; OK still writes it, for a host whose vLLM can run it.
+            self._say(f"✖ {runs} planned, but not runnable here: {refused}", error=True, writable=True)
+        else:
+            self._say(f"✔ {runs}, dummy weights, acceptance imposed")
         if not key[1]:
             return
         try:
@@ -362,10 +372,11 @@ class WhatIfDialog(QDialog):
         self.planned.emit(path, tomllib.loads(text))
         super().accept()
 
-    def _say(self, text: str, error: bool = False) -> None:
+    def _say(self, text: str, error: bool = False, writable: bool = False) -> None:
         self.message.setStyleSheet(f"color: {RED}" if error else "")
         self.message.setText(text)
-        self.ok.setEnabled(not error)
+        self.ok.setEnabled(not error or writable)
+        self.ok.setToolTip(WRITE_ELSEWHERE_TIP if writable else "")
 
 
 # --- what the Experiment form keeps of a what-if plan ---------------------------------------------

@@ -1,9 +1,7 @@
 """Checkpoints on the Hugging Face Hub through huggingface_hub: search, sizes, downloads into the
 shared cache (the one vLLM reads) with progress, cancel and resume, the cache's contents, gated repos.
-
 The token is whatever huggingface_hub finds (HF_TOKEN, or `hf auth login`); Draftbench only ever
-asks whether one is present and never stores, logs or exports it.
-"""
+asks whether one is present and never stores, logs or exports it."""
 
 from __future__ import annotations
 
@@ -45,6 +43,10 @@ class GatedError(HubError):
         super().__init__(message)
         self.repo = repo
         self.url = url
+
+
+class Unreachable(HubError):
+    """The Hub is not asked (offline mode) or does not answer: only the cache and local folders serve."""
 
 
 class Cancelled(HubError):
@@ -103,11 +105,9 @@ def explain(exc: Exception, repo: str) -> HubError:
     if isinstance(exc, hub_errors.RevisionNotFoundError):
         return HubError(f"{repo} has no such revision")
     if isinstance(exc, hub_errors.OfflineModeIsEnabled) or isinstance(exc, hub_errors.LocalEntryNotFoundError):
-        return HubError(f"{repo} is not in the Hugging Face cache and the Hub is not being asked "
-                        "(offline mode, HF_HUB_OFFLINE=1, or no connection)")
+        return Unreachable(f"{repo} is not in the Hugging Face cache and the Hub is not being asked (offline mode, HF_HUB_OFFLINE=1, or no connection)")
     if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException)):
-        return HubError(f"cannot reach the Hub at {endpoint()} ({type(exc).__name__}); "
-                        "set HF_HUB_OFFLINE=1 to use only what is cached")
+        return Unreachable(f"cannot reach the Hub at {endpoint()} ({type(exc).__name__}); set HF_HUB_OFFLINE=1 to use only what is cached")
     if isinstance(exc, hub_errors.HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
         return HubError(f"the Hub answered {status} for {repo}")
@@ -128,7 +128,7 @@ class SearchHit:
 
 def search(query: str, limit: int = 30) -> list[SearchHit]:
     if offline():
-        raise HubError("searching needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
+        raise Unreachable("searching needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
     try:
         models = list(_api().list_models(search=query.strip() or None, limit=limit, sort="downloads"))
     except Exception as exc:  # noqa: BLE001 - every failure becomes one line for the user
@@ -161,7 +161,7 @@ def remote(repo: str, revision: str | None = None) -> RemoteRepo:
     """The files and sizes of a repo, asked before anything is downloaded."""
     repo = check_repo_id(repo)
     if offline():
-        raise HubError(f"the size of {repo} needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
+        raise Unreachable(f"the size of {repo} needs the Hub, and offline mode is on (HF_HUB_OFFLINE=1)")
     try:
         info = _api().model_info(repo, revision=revision, files_metadata=True)
     except Exception as exc:  # noqa: BLE001

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -17,6 +18,9 @@ def register(sub) -> None:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
+    r.add_argument("--again", action="store_true",
+                   help="run the plan again as a new experiment, its completed runs included (without it a run "
+                        "resumes the plan's latest experiment, skipping what completed)")
     r.add_argument("--adaptive", action="store_true",
                    help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
@@ -44,10 +48,12 @@ def run(args) -> int:
         append(args.events, "events").close()
     if args.ray and (args.remote or args.gpus):
         raise CliError("--ray places the servers on the cluster's GPUs: leave out --remote and --gpus")
+    if args.again and args.remote:
+        raise CliError("--again runs a plan on this host; on a remote host, run `draftbench run PLAN --again` there")
     if args.remote:
         return remote.run_remote(args)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench.usecases import findings, sweeps
+    from workbench.usecases import attempts, findings, sweeps
 
     try:
         loaded = sweeps.load_plan(args.plan, args.vllm_python, args.adaptive, check_packages=not args.dry_run)
@@ -62,6 +68,13 @@ def run(args) -> int:
         raise CliError(str(refused[0]))  # one line, and nothing launched
     for finding in found:
         print(f"draftbench: warning: {finding}", file=sys.stderr)
+    latest = attempts.latest(loaded.plan, existing)
+    if latest.finished and not args.again:
+        # Resuming a finished plan runs nothing: said, with the way to run it again, not left silent.
+        print(f"draftbench: {attempts.finished_line(loaded.plan, latest, args.db or paths.default_db(), args.plan)}",
+              file=sys.stderr)
+        return 0
+    loaded = dataclasses.replace(loaded, plan=attempts.choose(loaded.plan, latest, args.again))
     if args.dry_run:
         return _dry_run(loaded, slots)
     if args.own_group:
@@ -115,6 +128,8 @@ def _dry_run(loaded, slots) -> int:
     from workbench.usecases import commands
 
     p = loaded.plan
+    if p.attempt > 1:
+        print(f"again: a new experiment of plan {p.name!r} (attempt {p.attempt}), every run from the start")
     if p.mode == "adaptive":
         print("adaptive: the baseline and these N first; other N only where predicted best:")
         for c in adaptive.contexts(p):

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,50 @@ def detect(kfd: Path = Path("/dev/kfd")) -> tuple[str, list[Gpu]]:
         if gpus:
             return "cuda", gpus
     return "none", []
+
+
+# What a profile's `platform` asks of the host, and the tool that lists such GPUs.
+VENDORS = {"cuda": ("NVIDIA", "nvidia-smi"), "rocm": ("AMD", "amd-smi")}
+
+
+def span(indices: Iterable[int]) -> str:
+    """'GPU 7', 'GPUs 0-1', 'GPUs 0, 2-3': indices as a person writes them."""
+    ordered = sorted(set(indices))
+    runs: list[list[int]] = []
+    for i in ordered:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return f"GPU{'s' if len(ordered) > 1 else ''} {text}"
+
+
+def missing(platform: str, indices: Sequence[int], detected: str, found: list[Gpu] | None) -> str | None:
+    """Why a server asking for `platform` ('auto', 'cuda', 'rocm' or 'cpu') on GPUs `indices`
+    cannot have them on a host whose tools report `detected` and list `found` (None: not
+    listed), or None when it can (or when the host cannot say). Without this the launch goes
+    ahead: vLLM's CPU build ignores the GPU selection, and the run is stored as made on GPUs
+    it never touched."""
+    if platform == "cpu":
+        return None  # asked for the CPU: GPU numbers select nothing there
+    asked = span(indices) if indices else platform
+    if platform in VENDORS and detected != platform:
+        vendor, tool = VENDORS[platform]
+        other = f"; its GPUs are {'AMD' if detected == 'rocm' else 'NVIDIA'}" if detected in VENDORS else ""
+        return f"profile asks for {asked} but this host has no {vendor} GPU ({tool} found none{other})"
+    if not indices or found is None:
+        return None
+    if detected == "none":
+        return f"profile asks for {asked} but this host has no GPU (neither nvidia-smi nor amd-smi found one)"
+    have = {g.index for g in found}
+    if not have:
+        return None  # a ROCm host without amd-smi: its GPUs are there but not listed
+    absent = [i for i in indices if i not in have]
+    if not absent:
+        return None
+    vendor, tool = VENDORS[detected]
+    return f"profile asks for {span(absent)} but this host has {span(have)} ({tool})"
 
 
 def parse_cuda_version(nvidia_smi_banner: str) -> str | None:

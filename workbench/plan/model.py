@@ -142,14 +142,19 @@ class Plan:
     # wait for a sweep that has a baseline; "run": measured anyway). Neither changes the plan's hash.
     baseline_retries: int = 1
     without_baseline: str = "skip"
+    # Which time the plan is run as a new experiment (`draftbench run --again`): experiments are
+    # told apart by their plan's hash, so a later attempt salts it; the first keeps the plain hash.
+    attempt: int = 1
 
     @property
     def hash(self) -> str:
         if self.identity:
             return self.identity
-        doc = {"name": self.name, "runs": [r.key for r in self.runs]}
+        doc: dict[str, object] = {"name": self.name, "runs": [r.key for r in self.runs]}
         if self.mode != "exhaustive":
             doc["mode"] = self.mode  # keeps the hashes of exhaustive plans as they were
+        if self.attempt > 1:
+            doc["attempt"] = self.attempt
         return _hash(doc)
 
     def seq(self, index: int, run: Run) -> int:

@@ -11,7 +11,7 @@ from workbench.store.connection import Database, check_integrity, close, open_db
 from workbench.store.errors import DatabaseError, StoreError, explain
 from workbench.store.mirror import Mirror, mirrored_rows
 from workbench.store.queries import (FEED_COLUMNS, active_sweeps, answers, completed_run_keys, completed_siblings, counter_samples,
-                                     experiment_plan, experiment_source, failed_runs_of_sweep, first_run_of_experiment, gpu_means, latest_experiment, provenance_of,
+                                     experiment_of_plan, experiment_plan, experiment_source, failed_runs_of_sweep, first_run_of_experiment, gpu_means, latest_experiment, provenance_of,
                                      recommendation_summaries, request_counts, request_timings, run, run_feed, runs, runs_in_plan_order,
                                      runs_of_experiment, sampling_of_completed, spec_requests, status_counts,
                                      telemetry_between)
@@ -24,7 +24,7 @@ __all__ = [
     "annotations_by_run", "clean_tags", "experiments", "set_annotation",
     "Database", "check_integrity", "close", "open_db", "tables",
     "DatabaseError", "StoreError", "explain", "Mirror", "mirrored_rows",
-    "FEED_COLUMNS", "active_sweeps", "answers", "completed_run_keys", "completed_siblings", "counter_samples", "experiment_plan", "experiment_source", "failed_runs_of_sweep",
+    "FEED_COLUMNS", "active_sweeps", "answers", "completed_run_keys", "completed_siblings", "counter_samples", "experiment_of_plan", "experiment_plan", "experiment_source", "failed_runs_of_sweep",
     "first_run_of_experiment", "gpu_means", "latest_experiment", "provenance_of", "recommendation_summaries", "request_counts", "request_timings", "run", "run_feed",
     "runs", "runs_in_plan_order", "runs_of_experiment", "sampling_of_completed", "spec_requests",
     "status_counts", "telemetry_between",

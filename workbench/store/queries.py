@@ -98,6 +98,12 @@ def completed_run_keys(db: Database, experiment_id: int) -> set[str]:
                                          [experiment_id])}
 
 
+def experiment_of_plan(db: Database, plan_hash: str) -> int | None:
+    """The experiment a plan's runs are recorded in (experiments.plan_hash is unique), if any."""
+    row = db.execute("SELECT id FROM experiments WHERE plan_hash = ?", [plan_hash]).fetchone()
+    return row[0] if row else None
+
+
 def status_counts(db: Database, experiment_id: int) -> dict[str, int]:
     """How many of the experiment's runs are in each status."""
     return {row[0]: row[1] for row in db.execute(

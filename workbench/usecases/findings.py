@@ -32,19 +32,23 @@ class Finding:
 
 
 def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = None,
-              servings: launch.Servings | None = None) -> list[Finding]:
-    """Every finding, in order: the plan's (against the runs already in `db`, if given), the known
+              servings: launch.Servings | None = None, host_gpus: list[gpus.Gpu] | None = None) -> list[Finding]:
+    """Every finding, in order: a GPU or GPU stack the profile asks for that this host lacks
+    (`host_gpus` lists the host's, detected with the platform when neither is given), the plan's (against the runs already in `db`, if given), the known
     ROCm problems of its servers on this host (`host_platform`, detected when not given), what
     the vLLM that serves each server can load (`servings`, as `launch.probed` asked them; what is
     known without asking where not given), then each server's compatibility, then memory. Reads
     config.json and safetensors headers only. Memory is not estimated once a pair is
     incompatible: that pair will not start anyway."""
-    local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
-    if p.mode == "what-if" and local_cpu:
-        return [Finding(ERROR, "", WHAT_IF_ON_CPU.format(version=vllm.version))]
-    out = [Finding(WARNING, "", w) for w in sanity.for_plan(p, db)]
+    if host_platform is None:
+        host_platform, host_gpus = gpus.detect()
+    platform = host_platform
+    absent = _absent_gpus(p, platform, host_gpus)
+    refused = what_if_refusal(p, vllm)
+    if refused:
+        return [*absent, Finding(ERROR, "", refused)]
+    out = [*absent, *(Finding(WARNING, "", w) for w in sanity.for_plan(p, db))]
     shown: set[str] = set()  # one warning repeated for every N is said once
-    platform = host_platform if host_platform is not None else gpus.detect()[0]
     local = [s for s, _ in p.servers() if s.profile.kind == "local" and s.profile.gpu_platform(platform) == "rocm"]
     if local and vllm.found and vllm.build == "cuda":
         # What `pip install draftbench[gpu]` leaves on a ROCm host: PyPI's vllm, a CUDA build.
@@ -76,6 +80,30 @@ def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = N
     return out
 
 
+def what_if_refusal(p: Plan, vllm: VllmInstall) -> str | None:
+    """Why `vllm` cannot run the what-if plan `p` (its CPU build serving a local server), or None.
+    Also asked by the app's What-if dialog, so it never shows a plan as ready that Run refuses."""
+    local_cpu = vllm.build == "cpu" and any(s.profile.kind == "local" for s, _ in p.servers())
+    return WHAT_IF_ON_CPU.format(version=vllm.version) if p.mode == "what-if" and local_cpu else None
+
+
+def _absent_gpus(p: Plan, platform: str, found: list[gpus.Gpu] | None) -> list[Finding]:
+    """The GPUs (or GPU stack) a local server asks for and this host lacks: one error each, said
+    once. Only local servers: one missing a GPU starts anyway (vLLM's CPU build ignores the
+    selection) and is stored as made on it, while a container runs on its docker engine's host
+    (DOCKER_HOST may be another machine) and fails there without the GPU, and an attached
+    server's GPUs are not this host's to list."""
+    out: list[Finding] = []
+    for server, _ in p.servers():
+        prof = server.profile
+        if prof.kind != "local":
+            continue
+        why = gpus.missing(prof.platform, prof.gpus, platform, found)
+        if why and all(f.message != why for f in out):
+            out.append(Finding(ERROR, "", why))
+    return out
+
+
 def _serving(p: Plan, vllm: VllmInstall, platform: str,
              servings: launch.Servings | None) -> list[tuple[str, compat.Verdict]]:
     """How each server's vLLM is known where it could not be asked, and what it cannot load."""
@@ -100,21 +128,21 @@ def _serving(p: Plan, vllm: VllmInstall, platform: str,
     return out
 
 
-def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None,
-                 host_platform: str | None = None, servings: launch.Servings | None = None) -> list[Finding]:
+def preflight_at(p: Plan, vllm: VllmInstall, db_path: Path | None, host_platform: str | None = None,
+                 servings: launch.Servings | None = None, host_gpus: list[gpus.Gpu] | None = None) -> list[Finding]:
     """`preflight` against the runs stored in the results file at `db_path`. A file that cannot be
     opened (damaged, not a Draftbench database, unreadable) is itself the one error: a sweep would
     fail on it only after its first server started. Opening is enough here: the preflight runs on
     every edit of the plan, and the full page check (quick_check) is made where a file is chosen
     and where a sweep starts writing."""
     if db_path is None or not Path(db_path).exists():
-        return preflight(p, vllm, None, host_platform, servings)
+        return preflight(p, vllm, None, host_platform, servings, host_gpus)
     try:
         db = store.open_db(db_path, readonly=True)
     except store.StoreError as exc:
         return [Finding(ERROR, "results database", str(exc))]
     try:
-        return preflight(p, vllm, db, host_platform, servings)
+        return preflight(p, vllm, db, host_platform, servings, host_gpus)
     finally:
         store.close(db)
 
