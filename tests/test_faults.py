@@ -179,7 +179,8 @@ def _runs(db_path: Path) -> dict[str, dict]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
-        rows = conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
+        # A failed attempt kept beside its redo (redone_by) is not the run its label names.
+        rows = conn.execute("SELECT * FROM runs WHERE redone_by IS NULL ORDER BY id").fetchall()
         return {f"{r['method']} N={r['n']} c={r['concurrency']}": dict(r) for r in rows}
     finally:
         conn.close()
@@ -193,6 +194,12 @@ def test_port_in_use_fails_the_baseline_which_is_retried_before_the_sweep_goes_o
     for c in (1, 2):
         base = runs[f"baseline N=None c={c}"]
         assert base["id"] in failed and base["status"] == "completed" and base["error"] is None
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    kept = conn.execute("SELECT redone_by, status, error FROM runs WHERE redone_by IS NOT NULL ORDER BY id").fetchall()
+    conn.close()
+    # Each failed first attempt is kept beside its redo, with the error it failed with.
+    assert [(r[0], r[1]) for r in kept] == [(i, "failed") for i in sorted(failed)]
+    assert all("is already in use" in r[2] for r in kept)
     # No server was started on the taken port; the baseline's retry and the other two configurations were.
     assert [e.KIND for e in events].count("server_starting") == 4
     assert [e.KIND for e in events].count("server_ready") == 3
