@@ -7,9 +7,10 @@ Compare page it lands on (both sizes; the time from Run to a filled Compare page
 the HTML report in headless Chromium, and History.
 With `--time-only` it presses Run and times the quick demo to a filled Compare page, taking no
 screenshots (the app's CPU during the windows is then its own, stored as app_cpu_s).
-With `--compare DB [STEM]` it instead opens that results database (its latest experiment is on
-Compare) and saves docs/STEM-1280.png and docs/STEM-1920.png (default STEM screenshot-compare,
-which also writes the report's screenshot).
+With `--compare DB [STEM]` it instead opens a copy of that results database (its latest experiment
+is on Compare) and saves docs/STEM-1280.png and docs/STEM-1920.png (default STEM screenshot-compare,
+which also writes the report's screenshot; a STEM with "latency" in it shows the All figures table,
+latency beside throughput).
 With `--what-if DB STEM` it puts every completed run of that database on Compare, gives the what-if
 section the room (as a user would drag the splitter when nothing measured is shown) and saves
 docs/STEM.png at 1920x1080.
@@ -21,6 +22,7 @@ With `--train FOLDER` it shows that training folder on the Train page (docs/scre
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -81,13 +83,22 @@ def report_shot(rows: list[dict], db: Path, title: str) -> None:
 
 
 def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare") -> None:
+    """With a STEM naming latency, the All figures table is shown: latency beside throughput."""
     from app.main import MainWindow
 
+    # A copy: opening a database migrates it to this version's schema, and docs/ keeps them as recorded.
+    # Opened by its bare name from the copy's folder, so the status bar names the file, not a folder.
+    folder = Path(tempfile.mkdtemp())
+    shutil.copy(db, folder / db.name)
+    os.chdir(folder)
+    db = Path(db.name)
     w = MainWindow(db)
     w.show()
     # An existing database is opened (and checked) off the GUI thread: Compare fills once it is and
     # its latest experiment is read, and its view is built.
     wait(app, lambda: w.isVisible() and w.opening is None and bool(w.compare.rows) and not w.compare.building, 60)
+    if "latency" in stem:
+        w.compare.below.setCurrentWidget(w.compare.table)
     compare_at_both_sizes(app, w, stem)
     if stem == "screenshot-compare":
         report_shot(w.compare.rows, db, "Draftbench demo sweep (SmolLM2-135M on 2 CPU cores)")
