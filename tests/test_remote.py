@@ -386,7 +386,10 @@ def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_pa
     doc = w.experiment.document()
     doc["name"] = "gui-remote"
     doc["methods"] = [{"method": "ngram", "n": [2], "options": {"prompt_lookup_min": 2, "prompt_lookup_max": 4}}]
-    doc["workload"].update({"names": ["builtin"], "concurrency": [1], "num_prompts": 4, "max_tokens": 32,
+    # Long enough (about 10 s of decoding) for the Live page to read three samples while the
+    # ngram run is in flight: a shorter run can end before the stream brings its rows, and the
+    # app then leaves Live for Compare.
+    doc["workload"].update({"names": ["builtin"], "concurrency": [1], "num_prompts": 8, "max_tokens": 64,
                             "warmup": 0, "repeats": 1, "temperature": 0.0})
     w.experiment.set_document(doc)
     qtbot.waitUntil(lambda: w.experiment.run_button.isEnabled(), timeout=5000)
@@ -396,8 +399,13 @@ def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_pa
     qtbot.waitUntil(lambda: w.sweep is not None, timeout=120_000)
     assert w.tabs.currentWidget() is w.live
     live = w.live
-    qtbot.waitUntil(lambda: len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1,
-                    timeout=1200000)
+    def shown() -> bool:
+        return len(live.positions) == 2 and live.samples.n >= 3 and live.requests.n >= 1
+
+    # Ends as soon as the sweep does, so that a sweep which finished first fails here in one line.
+    qtbot.waitUntil(lambda: shown() or w.sweep is None, timeout=600_000)
+    assert shown(), (f"the sweep ended before Live showed ngram's rows: {len(live.positions)} positions, "
+                     f"{live.samples.n} samples, {live.requests.n} requests")
     qtbot.wait(500)
     x, y = live.charts.tps_curve.getData()
     assert len(x) >= 3 and np.nanmax(y) > 0
