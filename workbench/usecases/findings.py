@@ -124,7 +124,7 @@ def _serving(p: Plan, vllm: VllmInstall, platform: str,
         if serving.note:
             out.append(("", compat.Verdict(WARNING, "vLLM", serving.note)))
         out += [(label, v) for v in loadable.check(get(server.target), get(server.draft),
-                                                    server.speculative_config(), serving)]
+                                                    server.speculative_config(), serving, dict(server.env))]
     return out
 
 
