@@ -1,15 +1,19 @@
 """A pinned baseline: one stored run without speculation, possibly of another sweep, that every
 speedup and latency ratio is taken against (workbench.analysis.pinned_baseline), in the compare
-view, `draftbench show --baseline` and the HTML report. The runs
+view, `draftbench show --baseline`, the Compare page (History's pin) and the HTML report. The runs
 are stored through the store's own recorder; every expected figure is worked out here from the
 stored rows."""
 
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app import exports
 from app.exports import write_report
+from app.pages import history_views
+from app.pages.compare_page import ComparePage
+from app.pages.history import HistoryPage
 from helpers.cli_table import shown_table
 from workbench import cli, store
 from workbench.analysis import pinned_baseline
@@ -219,3 +223,76 @@ def test_report_baseline_on_the_command_line(results, qapp, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [f"draftbench: run {ids['spec']} cannot be the baseline: it is speculative "
                                         "(ngram N=3); pin a run without speculation"]
+
+
+@pytest.fixture
+def pages(qtbot, results):
+    """History and Compare on the results file, wired as the main window wires them."""
+    path, tuned, ids = results
+    history, compare = HistoryPage(), ComparePage()
+    for page in (history, compare):
+        qtbot.addWidget(page)
+    history.pinned_changed.connect(lambda _: compare.repin())
+    history.load(path)
+    qtbot.waitUntil(lambda: not history.reading and history.model.rowCount() == 10, timeout=10000)
+    rows, _ = _stored(path, tuned)
+    compare.set_runs(rows, path)
+    qtbot.waitUntil(lambda: not compare.building, timeout=10000)
+    yield history, compare, ids
+    history_views.pin_baseline(path, None)
+
+
+def _speedups(compare) -> dict[int, float | None]:
+    return {r["concurrency"]: r["speedup"] for r in compare.view.measured_table}
+
+
+def _pin_in_history(qtbot, history, compare, run_id: int) -> None:
+    history.select_runs([run_id])
+    qtbot.mouseClick(history.pin_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not compare.building, timeout=10000)
+
+
+def test_compare_follows_the_pin_set_in_history_and_goes_back_when_cleared(pages, qtbot):
+    history, compare, ids = pages
+    note = compare.baseline_note
+    assert not note.isVisibleTo(compare)
+    assert _speedups(compare) == pytest.approx({1: 62.0 / 40.0, 4: 150.0 / 120.0})
+
+    _pin_in_history(qtbot, history, compare, ids["pin"])
+    assert compare.view.pinned_row["id"] == ids["pin"]
+    assert _speedups(compare)[1] == pytest.approx(62.0 / 50.0) and _speedups(compare)[4] is None
+    assert note.isVisibleTo(compare) and not note.button.isVisibleTo(compare)
+    assert note.label.text().startswith(f"Speedups and latency ratios are against the pinned baseline, run {ids['pin']}")
+    assert "“reference”" in note.label.text() and "nothing at c=4 has a speedup here" in note.label.text()
+
+    _pin_in_history(qtbot, history, compare, ids["pin"])  # pinned again: unpinned
+    assert history_views.pinned_baseline(compare.db_path) is None
+    assert _speedups(compare) == pytest.approx({1: 62.0 / 40.0, 4: 150.0 / 120.0})
+    assert not note.isVisibleTo(compare) and compare.view.pinned_row is None
+
+
+def test_a_speculative_pin_is_said_and_the_own_baselines_kept(pages, qtbot):
+    history, compare, ids = pages
+    _pin_in_history(qtbot, history, compare, ids["spec"])
+    assert _speedups(compare) == pytest.approx({1: 62.0 / 40.0, 4: 150.0 / 120.0})
+    assert compare.baseline_note.label.text() == (
+        f"The pinned baseline is not used (run {ids['spec']} cannot be the baseline: it is speculative (ngram N=3); "
+        "pin a run without speculation), so speedups are against each experiment's own baseline.")
+
+
+def test_the_main_window_redraws_compare_when_history_pins(qtbot, results, vllm_install):
+    from app.main import MainWindow
+
+    path, tuned, ids = results
+    window = MainWindow(path, vllm_install)
+    qtbot.addWidget(window)
+    # The latest experiment ("tuned") is on Compare once the file is checked and its view built.
+    qtbot.waitUntil(lambda: window.opening is None and bool(window.compare.rows) and not window.compare.building
+                    and not window.history.reading and window.history.model.rowCount() == 10, timeout=20000)
+    assert {r["experiment_id"] for r in window.compare.rows} == {tuned}
+    try:
+        _pin_in_history(qtbot, window.history, window.compare, ids["pin"])
+        assert window.compare.view.pinned_row["id"] == ids["pin"]
+        assert _speedups(window.compare)[1] == pytest.approx(62.0 / 50.0)
+    finally:
+        history_views.pin_baseline(path, None)
