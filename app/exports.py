@@ -81,6 +81,15 @@ def not_drawn(view: CompareView, charts: list[str] | tuple[str, ...], every: boo
 REPORT_SIZE = (760, 480)  # shown about 560 px wide: text stays readable
 
 
+def _runs(view: CompareView) -> list[dict]:
+    """The runs the report lists, a pinned baseline from another experiment among them: its command,
+    versions and provenance belong beside the speedups taken against it."""
+    pinned = view.pinned_row
+    if pinned is None or any(r["id"] == pinned["id"] for r in view.rows):
+        return list(view.rows)
+    return [*view.rows, pinned]
+
+
 def write_report(view: CompareView, path: Path, title: str) -> Path:
     # Deferred: the charts load Qt and pyqtgraph, which only drawing needs
     from app.widgets import chart_export, charts as chartlib
@@ -104,9 +113,10 @@ def write_report(view: CompareView, path: Path, title: str) -> Path:
     path.write_text(report.render(report.Report(
         title=title, conditions=view.caption, answer=view.answer, crossovers=view.crossovers,
         speedups=view.speedups, why_none_pays=view.none_pays, trust=view.trust,
-        charts=figures, not_drawn=missing, runs=sorted(view.rows, key=lambda r: r["id"]),
+        charts=figures, not_drawn=missing, runs=sorted(_runs(view), key=lambda r: r["id"]),
         what_if=view.data["what_if"], what_if_sentences=view.what_if_sentences,
-        what_if_source=view.what_if_source, what_if_charts=what_if_figures)), encoding="utf-8")
+        what_if_source=view.what_if_source, what_if_charts=what_if_figures,
+        baseline_note=view.baseline_sentences)), encoding="utf-8")
     return path
 
 
@@ -114,7 +124,7 @@ def main(options: ExportOptions) -> int:
     """Draws what `options` ask for; one line and 2 for a selection that cannot be drawn."""
     try:
         rows = select(options.db, options.experiment, list(options.runs))
-        view = compare_view.build(rows, options.db)
+        view = compare_view.build(rows, options.db, pinned=options.baseline)
         if options.verb == "export":
             for path in export_all(view, Path(options.out), options.formats, options.charts, options.width,
                                    options.height, options.dpi):

@@ -83,6 +83,7 @@ class MainWindow(QMainWindow):
         self.live.stop_requested.connect(self.stop_sweep)
         self.history.open_in_live.connect(self.open_run)
         self.history.compare.connect(self.compare_runs)
+        self.history.pinned_changed.connect(lambda _: self.compare.repin())
         self.experiment.demos.chosen.connect(self.load_demo)
         worker.run(gpus.detect, self.live, self.live.set_host_gpus)
         self.models.new_experiment.connect(self.new_experiment)

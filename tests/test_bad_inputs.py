@@ -121,6 +121,17 @@ def draftbench_db(path: Path, runs: int = 40) -> Path:
     return path
 
 
+def speculative_db(path: Path) -> Path:
+    """draftbench_db's one baseline run, and run 2 an ngram N=2 run: not a baseline to pin."""
+    draftbench_db(path, 1)
+    db = store.open_db(path)
+    with db.conn:
+        db["runs"].insert({"experiment_id": 1, "key": "ngram", "seq": 1, "method": "ngram", "n": 2,
+                           "workload": "builtin", "concurrency": 1, "status": "completed", "output_tok_s": 10.0})
+    db.conn.close()
+    return path
+
+
 def empty_db(path: Path) -> Path:
     store.open_db(path).conn.close()
     return path
@@ -187,6 +198,8 @@ CLI = {
     "show-unknown-run": (lambda t: ["show", "7", "--db", str(draftbench_db(t / "r.sqlite", 1))], None),
     "show-run-not-number": (lambda t: ["show", "seven"], None),
     "show-empty-db": (lambda t: ["show", "--db", str(empty_db(t / "e.sqlite"))], None),
+    "show-baseline-unknown": (lambda t: ["show", "--db", str(draftbench_db(t / "r.sqlite", 1)), "--baseline", "99"], None),
+    "show-baseline-speculative": (lambda t: ["show", "--db", str(speculative_db(t / "r.sqlite")), "--baseline", "2"], None),
     "command-unknown": (lambda t: ["benchmark"], None),
     "import-missing": (lambda t: ["import-bench", str(t / "none.json"), "--db", str(t / "r.sqlite")], None),
     "import-not-json": (lambda t: (t.joinpath("b.json").write_text("{not json"), ["import-bench", str(t / "b.json"), "--db", str(t / "r.sqlite")])[1], None),

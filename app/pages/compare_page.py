@@ -5,11 +5,12 @@ runs (dummy weights, acceptance imposed) are in a section of their own (app.widg
 never in the answer, and in the measured table only when the user ticks for them.
 
 Everything shown is one CompareView (workbench.usecases.compare_view), built on the app's worker
-each time the selection or the partial-runs tick changes, since it reads the results file; the
-page only renders it."""
+each time the selection, the partial-runs tick or History's pinned baseline changes, since it reads
+the results file; the page only renders it."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import sys
 from pathlib import Path
@@ -25,16 +26,30 @@ from app.exports import WHAT_IF_TABLE, write_report
 from app.jobs import worker
 from app.models.answer_model import AnswerModel
 from app.models.speedup_model import ALL_COLUMNS, SpeedupModel  # noqa: F401 - ALL_COLUMNS read from here
+from app.pages import history_views
 from app.widgets import chart_export, charts as chartlib
 from app.widgets.baseline_note import BaselineNote
 from app.widgets.provenance_note import ProvenanceNote
 from app.widgets.what_if_panel import WhatIfPanel
 from workbench import report, store
+from workbench.analysis.pinned_baseline import PinnedBaselineError
 from workbench.usecases import compare_view
 from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES
 from workbench.usecases.compare_view import CompareView
 
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
+
+
+def build_view(rows: list[dict], db_path: Path | None, include_partial: bool, pinned: int | None) -> CompareView:
+    """The view against the pinned run; a pin that cannot be the baseline (History pins any run, and
+    a pinned run can be deleted or fail a rerun) is said in the baseline note, and each experiment's
+    own baseline used instead of showing nothing."""
+    try:
+        return compare_view.build(rows, db_path, include_partial, pinned)
+    except PinnedBaselineError as exc:
+        view = compare_view.build(rows, db_path, include_partial)
+        return dataclasses.replace(view, pinned_note=f"The pinned baseline is not used ({exc}), so speedups are "
+                                                     "against each experiment's own baseline.")
 
 
 def _table(model) -> QTableView:
@@ -180,12 +195,19 @@ class ComparePage(QWidget):
         return self.view.caption
 
     def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
-        """Shows `rows` once their view is built, on the worker (it reads the results file)."""
+        """Shows `rows` once their view is built, on the worker (it reads the results file), against
+        the baseline pinned in History for this results file, if any."""
         self.rows = rows
         self.db_path = db_path
         self.building = True
         partial = self.partial_box.isChecked()
-        self._views.run(lambda: compare_view.build(rows, db_path, partial), self, self._built, self._not_built)
+        pinned = history_views.pinned_baseline(db_path) if db_path is not None and rows else None
+        self._views.run(lambda: build_view(rows, db_path, partial, pinned), self, self._built, self._not_built)
+
+    def repin(self) -> None:
+        """The same runs again, after History pinned or unpinned a baseline."""
+        if self.rows:
+            self.set_runs(self.rows, self.db_path)
 
     def _built(self, view: CompareView) -> None:
         self.building = False
@@ -221,7 +243,10 @@ class ComparePage(QWidget):
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)
         self.crossover.setVisible(bool(text))
-        self.baseline_note.show_reason(view.no_baseline, view.tally.experiments)
+        if view.pinned_note:
+            self.baseline_note.show_pinned(" ".join(view.baseline_sentences))
+        else:
+            self.baseline_note.show_reason(view.no_baseline, view.tally.experiments)
         self._fill_chooser()
         fastest = next((i for i, r in enumerate(view.answer) if r["fastest"]), 0 if view.answer else None)
         if fastest is not None:
@@ -345,7 +370,8 @@ class ComparePage(QWidget):
             try:
                 if view.include_partial:
                     # The report counts completed runs only, as `draftbench report` does, whatever the tick.
-                    view = compare_view.build(view.rows, view.db_path)
+                    pinned = view.pinned_row["id"] if view.pinned_row else None
+                    view = build_view(view.rows, view.db_path, False, pinned)
                 write_report(view, Path(path), f"Draftbench comparison: {len(view.rows)} runs")
             except OSError as exc:
                 QMessageBox.warning(self, "Report", str(exc))

@@ -29,6 +29,7 @@ ANY = "(any)"
 class HistoryPage(QWidget):
     open_in_live = Signal(int)
     compare = Signal(list)  # run rows
+    pinned_changed = Signal(object)  # the run pinned as the baseline, None when unpinned
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -101,8 +102,9 @@ class HistoryPage(QWidget):
         self.diff_button.setEnabled(False)
         self.diff: RunDiff | None = None
         self.pin_button = QPushButton("Pin as baseline")
-        self.pin_button.setToolTip("Mark the selected run as this results file's baseline (◆ in the Run column); "
-                                   "again on the pinned run unpins it (Ctrl+Shift+B)")
+        self.pin_button.setToolTip("Mark the selected run as this results file's baseline (◆ in the Run column): "
+                                   "Compare takes speedups against it; again on the pinned run unpins it "
+                                   "(Ctrl+Shift+B)")
         self.pin_button.setShortcut("Ctrl+Shift+B")
         self.pin_button.clicked.connect(self.pin_selected)
         self.pinned = QLabel("")
@@ -215,13 +217,15 @@ class HistoryPage(QWidget):
         history_views.pin_baseline(self.db_path, run_id)
         self._show_pin(run_id)
         self._selection_changed()
+        self.pinned_changed.emit(run_id)
 
     def _show_pin(self, run_id: int | None) -> None:
         rows = [r for r in self.model._rows if r["id"] == run_id]
         self.tree.set_pinned(run_id if rows else None)
         self.pinned.setText(f"Baseline: ◆ run {run_id} ({rows[0]['method']}, {rows[0]['workload']})" if rows else "")
-        self.pinned.setToolTip("The run pinned as this results file's baseline; Compare still pairs each run "
-                               "with the baseline of its own experiment" if rows else "")
+        self.pinned.setToolTip("The run pinned as this results file's baseline: Compare and its report take every "
+                               "speedup at its concurrency against it; unpin it to go back to each experiment's own"
+                               if rows else "")
 
     def diff_selected(self) -> RunDiff | None:
         """The two selected runs' fields side by side, in a window of its own (non-modal, so the

@@ -1,6 +1,7 @@
-"""Under Compare's answer when it is empty for want of a baseline: why, in one sentence, and the
-action that gets one (the experiment's plan run again: its failed baseline runs first, then the
-speculative runs that waited for it)."""
+"""Under Compare's answer, what it says of the baseline: when the answer is empty for want of one,
+why, in one sentence, and the action that gets one (the experiment's plan run again: its failed
+baseline runs first, then the speculative runs that waited for it); when History pinned a baseline,
+which run it is and where it came from."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ class BaselineNote(QWidget):
         box.addWidget(self.label, 1)
         box.addWidget(self.button)
         self.setVisible(False)
+
+    def show_pinned(self, text: str) -> None:
+        """The pinned baseline in words ("" hides the note); no action here: the pin is History's."""
+        self.experiment = None
+        self.label.setText(text)
+        self.button.setVisible(False)
+        self.setVisible(bool(text))
 
     def show_reason(self, reason: str, experiments: tuple[int, ...]) -> None:
         """`reason` ("" hides the note); the action only for the runs of one experiment."""

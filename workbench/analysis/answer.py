@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from workbench.analysis import alarms, latency, lossless
 from workbench.analysis import basis as throughput_basis
-from workbench.analysis.compare import Config, baseline_key
+from workbench.analysis.compare import Config
 
 
 def short_model(name: str | None) -> str:
@@ -125,14 +125,15 @@ def no_baseline(rows: list[dict], answer: list[dict]) -> str:
 def basis_notes(cs: list[Config]) -> list[str]:
     """Which throughput the speedups rest on and why: one line when every comparison uses the same
     basis for the same reason, else one per target x workload x concurrency."""
-    groups: dict[tuple, list[Config]] = {}
+    # Grouped by the baseline each configuration is linked to, not by the key that normally finds
+    # it: a pinned baseline (workbench.analysis.pinned_baseline) may come from another experiment.
+    groups: dict[int, list[Config]] = {}
     for c in cs:
-        groups.setdefault(baseline_key(c.rows[0]), []).append(c)
+        if c.method != "baseline" and c.baseline is not None:
+            groups.setdefault(id(c.baseline), [c.baseline]).append(c)
     notes = []
     for group in groups.values():
-        if {c.method == "baseline" for c in group} != {True, False}:
-            continue  # no speedup without both a baseline and a speculative configuration
-        first = group[0]
+        first = group[1]  # a compared configuration names the place: a pinned run may have another workload
         why = throughput_basis.why([r for c in group for r in c.rows], first.basis)
         notes.append((f"{short_model(first.target)} · {first.workload} · c={first.concurrency}", why))
     if not notes:

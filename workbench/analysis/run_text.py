@@ -1,6 +1,6 @@
 """The text of `draftbench show` for runs: every run of an experiment with its speedup as a table, and one
 run's readable summary. Speedups are the Compare page's (workbench.analysis.compare): a run over its
-matching baseline configuration's mean."""
+matching baseline configuration's mean, or over a pinned baseline run (workbench.analysis.pinned_baseline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 from workbench import store
 from workbench.host import provenance
-from workbench.analysis import alarms, compare, latency, lossless
+from workbench.analysis import alarms, compare, latency, lossless, pinned_baseline
 from workbench.metrics import steady_state
 
 
@@ -16,10 +16,20 @@ def _f(value: object, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 
-def run_table(db: store.Database, experiment_id: int) -> list[dict]:
-    """Every run of the experiment in plan order, its figures formatted for printing."""
+def _speedup(r: dict, baselines: dict[tuple, compare.Config], pinned: pinned_baseline.Pinned | None) -> float | None:
+    """A run's speedup over its own baseline, or over the pinned run where the pin is of its kind."""
+    if pinned is not None and pinned.applies_to(r):
+        return pinned.run_speedup(r)
+    return compare.run_speedup(r, baselines)
+
+
+def run_table(db: store.Database, experiment_id: int, pinned: tuple[dict, str | None] | None = None) -> list[dict]:
+    """Every run of the experiment in plan order, its figures formatted for printing; `pinned`, the
+    pinned baseline run and its experiment's name (pinned_baseline.read), takes the speedups."""
     rows = store.runs_in_plan_order(db, experiment_id)
-    baselines = compare.baselines(compare.configs(rows))
+    cs = compare.configs(rows)
+    baselines = compare.baselines(cs)
+    pin = pinned_baseline.apply(cs, *pinned) if pinned is not None else None
     table = []
     for r in rows:
         pp = json.loads(r["per_position"]) if r["per_position"] else None
@@ -27,7 +37,7 @@ def run_table(db: store.Database, experiment_id: int) -> list[dict]:
             "run": r["id"], "method": r["method"], "n": "" if r["n"] is None else str(r["n"]),
             "workload": r["workload"], "concurrency": str(r["concurrency"]), "status": r["status"],
             "mal": _f(r["mal"], ".2f"), "acceptance_rate": _f(r["acceptance_rate"], ".3f"),
-            "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(compare.run_speedup(r, baselines), ".2f"),
+            "output_tok_s": _f(r["output_tok_s"], ".1f"), "speedup": _f(_speedup(r, baselines, pin), ".2f"),
             "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
             "joules_per_token": _f(r.get("joules_per_token"), ".3f"),
             "gpu_util_mean": _f(r.get("gpu_util_mean"), ".0f"),
@@ -140,10 +150,14 @@ def _latency(r: dict) -> list[tuple[str, str]]:
             ("TPOT mean/p50/p99 (ms)", three("tpot"))]
 
 
-def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
+def run_summary(db: store.Database, r: dict, pinned: tuple[dict, str | None] | None = None) -> list[tuple[str, str]]:
+    """One run's every figure, a line each; `pinned` as run_table's."""
     r = latency.with_requests(db, [r])[0]  # with what only its requests hold (TPOT percentiles, request MAL)
     siblings = store.runs_of_experiment(db, r["experiment_id"])
-    s = compare.run_speedup(r, compare.baselines(compare.configs(siblings)))
+    cs = compare.configs(siblings)
+    baselines = compare.baselines(cs)
+    pin = pinned_baseline.apply(cs, *pinned) if pinned is not None else None
+    s = _speedup(r, baselines, pin)
     pp = json.loads(r["per_position"]) if r["per_position"] else None
     return [
         ("run", str(r["id"])), *_what_if(r), ("status", r["status"] + (f": {r['error']}" if r["error"] else "")),
@@ -154,7 +168,7 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("window (s)", _f(r["window_s"], ".2f")), ("load generator CPU", _client_cost(r)),
         ("app CPU", _app_cost(r)), ("output tokens", str(r["output_tokens"])),
         ("output tok/s (whole window)", _f(r["output_tok_s"], ".1f")), ("steady state", _steady(r)),
-        ("speedup vs baseline", _f(s, ".2f")), ("prefix cache hit rate", _prefix_cache(r)),
+        _speedup_line(r, s, pin), ("prefix cache hit rate", _prefix_cache(r)),
         ("MAL pooled (1 + accepted / drafts)", _f(r["mal"], ".3f")),
         ("MAL mean over requests", _f(r.get("request_mal"), ".3f") or "not recorded"), ("acceptance rate", _f(r["acceptance_rate"], ".3f")),
         ("per-position", " ".join(f"{p:.3f}" for p in pp) if pp else "-"), *_alarms(db, r), *_lossless(r),
@@ -172,6 +186,14 @@ def run_summary(db: store.Database, r: dict) -> list[tuple[str, str]]:
         ("command", r["command"] or ""),
         *_provenance(r.get("provenance")),
     ]
+
+
+def _speedup_line(r: dict, s: float | None, pin: pinned_baseline.Pinned | None) -> tuple[str, str]:
+    if pin is None or not pin.applies_to(r):
+        return "speedup vs baseline", _f(s, ".2f")
+    # Said rather than left blank: the run may well have a speedup over its own baseline.
+    return f"speedup vs pinned run {pin.row['id']}", _f(s, ".2f") or (
+        "" if pin.at_its_load(r) else f"- (the pinned run ran at c={pin.row['concurrency']})")
 
 
 def _what_if(r: dict) -> list[tuple[str, str]]:

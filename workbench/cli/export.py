@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--db", default=str(paths.default_db()))
     parser.add_argument("--experiment", type=int, help="experiment id (default: the latest)")
     parser.add_argument("--runs", type=_ids, help="comma-separated run ids instead of an experiment")
+    parser.add_argument("--baseline", type=int, metavar="RUN",
+                        help="take every speedup against this stored run without speculation (as `show --baseline`)")
     if verb == "export":
         parser.add_argument("--out", default="draftbench-export", help="folder to write into")
         parser.add_argument("--format", default=",".join(ExportOptions.formats), help=f"any of {','.join(FORMATS)}")
@@ -65,7 +67,7 @@ def options(args: argparse.Namespace) -> ExportOptions:
     """The parsed arguments checked and typed; CliError, in one line, for a format, chart or size
     that cannot be drawn."""
     chosen = dict(verb=args.verb, db=str(args.db), out=str(args.out), experiment=args.experiment,
-                  runs=tuple(args.runs or ()))
+                  runs=tuple(args.runs or ()), baseline=args.baseline)
     if args.verb != "export":
         return ExportOptions(**chosen, title=args.title)
     formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())

@@ -20,6 +20,9 @@ def register(sub) -> None:
     s.add_argument("--json", action="store_true")
     s.add_argument("--include-partial", action="store_true",
                    help="count runs whose requests partly failed in the speedups (left out by default)")
+    s.add_argument("--baseline", type=int, metavar="RUN",
+                   help="take every speedup and latency ratio against this stored run without speculation "
+                        "(any experiment's, at the same concurrency) instead of each experiment's own baseline")
     s.add_argument("--max-itl-p99", type=float, metavar="MS",
                    help="also the best N per concurrency among configurations whose ITL p99 is at most MS "
                         "milliseconds (speculation can buy throughput with stalls in the stream)")
@@ -57,7 +60,7 @@ def runs(args) -> int:
 def show(args) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import analysis, store
-    from workbench.analysis import answer, compare, latency
+    from workbench.analysis import answer, compare, latency, pinned_baseline
 
     bound = getattr(args, "max_itl_p99", None)
     if bound is not None and not bound >= 0:  # NaN too
@@ -65,6 +68,9 @@ def show(args) -> int:
     if bound is not None and args.run is not None:
         raise CliError("--max-itl-p99 bounds an experiment's best N: leave out the run id")
     db = open_db(args.db, readonly=True)
+    chosen = getattr(args, "baseline", None)
+    # Checked before anything is printed: an unusable pin is one line, never half a table.
+    pinned = pinned_baseline.read(db, chosen, args.include_partial) if chosen is not None else None
     if args.run is not None:
         row = store.run(db, args.run)
         if row is None:
@@ -72,13 +78,13 @@ def show(args) -> int:
         if args.json:
             print(json.dumps(row, indent=1, default=str))
             return 0
-        for key, value in analysis.run_summary(db, row):
+        for key, value in analysis.run_summary(db, row, pinned):
             print(f"{key:<34} {value}")
         return 0
     exp = args.experiment or store.latest_experiment(db)
     if exp is None:
         raise CliError("the database holds no experiments yet")
-    rows = analysis.run_table(db, exp)
+    rows = analysis.run_table(db, exp, pinned)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -96,10 +102,13 @@ def show(args) -> int:
     if any(r["what_if"] for r in rows):  # only where some run's acceptance was imposed
         header.append("what-if")
         keys.append("what_if")
-    print(table(header, [[r[k] for k in keys] for r in rows]))
     # With what only the requests hold (TPOT percentiles, the per-request MAL).
     stored = latency.with_requests(db, store.runs_of_experiment(db, exp))
     cs = compare.configs(stored, args.include_partial)
+    pin = pinned_baseline.apply(cs, *pinned) if pinned is not None else None
+    if pin is not None:  # said first: every speedup below is against it
+        print(pin.sentence + (f" {pin.missing}" if pin.missing else "") + "\n")
+    print(table(header, [[r[k] for k in keys] for r in rows]))
     configurations = compare.config_table(cs)
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
@@ -109,7 +118,8 @@ def show(args) -> int:
         print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
         for row in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
             print(f"  {row['text']}")
-    notes = answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
+    notes = (answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
+             + (pin.differs if pin is not None else []))
     if notes:
         print()
         for line in notes:

@@ -34,6 +34,7 @@ figure img { width: 100%; height: auto; display: block; }
 pre, code { font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre { background: #f6f6f6; padding: 0.6em; border: 1px solid #e2e2e2; }
 .note { color: #666; font-size: 0.9em; }
+.pinned { border-left: 3px solid #7a9cc6; padding-left: 0.6em; }
 """
 
 
@@ -54,6 +55,9 @@ class Report:
     what_if_sentences: list[str] = field(default_factory=list)        # workbench.analysis.breakeven.sentences
     what_if_source: str = ""                                          # the imposed curves' sources
     what_if_charts: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG text)
+    # A pinned baseline: which run and where it came from, and the concurrencies it lacks
+    # (CompareView.baseline_sentences); empty when each experiment's own baseline is used.
+    baseline_note: list[str] = field(default_factory=list)
 
 
 def _e(value: object) -> str:
@@ -114,6 +118,13 @@ def trust_html(lines: list[str]) -> str:
     return "<h3>Before trusting these figures</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>"
 
 
+def baseline_html(sentences: list[str]) -> str:
+    """The pinned baseline, said beside the answer it changes ("" without one)."""
+    if not sentences:
+        return ""
+    return f'<p class="pinned"><b>Pinned baseline.</b> {_e(" ".join(sentences))}</p>'
+
+
 def _image(title: str, svg: str) -> str:
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     return f'<figure><figcaption>{_e(title)}</figcaption><img alt="{_e(title)}" src="data:image/svg+xml;base64,{data}"></figure>'
@@ -172,6 +183,7 @@ def render(r: Report) -> str:
 <p class="note">Per target, workload and concurrency: each method at its best N. Speedup = output tokens/s / the
 matching baseline's (same target, workload, concurrency and sampling); ± is a 95% confidence interval over
 repeats; "beyond noise" when that interval excludes 1.0.{only_measured}</p>
+{baseline_html(r.baseline_note)}
 {answer_html(r.answer)}
 {latency_html(r.speedups)}
 <h3>Where speculation stops paying</h3><ul>{crossings}</ul>

@@ -1,7 +1,8 @@
 """What the Compare page, `draftbench export` and `draftbench report` show of a selection of runs,
 assembled once and without Qt: the answer (each with the command that serves it), the crossovers,
 the trust notes, the tables, every chart's data, the what-if section, where provenance differs and
-a tally of the runs. The page builds one on the app's worker whenever its selection changes and
+a tally of the runs; against each experiment's own baseline, or against one pinned run
+(workbench.analysis.pinned_baseline), so the page, the exports and the report give the same numbers. The page builds one on the app's worker whenever its selection changes and
 only renders it; the exports draw their files from one. `select` reads the runs of an experiment,
 or of a choice of runs, from a results file."""
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import store
-from workbench.analysis import answer, breakeven, compare, latency, recommend
+from workbench.analysis import answer, breakeven, compare, latency, pinned_baseline, recommend
 from workbench.host import provenance
 from workbench.usecases import commands
 from workbench.usecases.chart_names import ALL_CHARTS, has_data
@@ -53,6 +54,14 @@ class CompareView:
     what_if_source: str               # the imposed curves' sources, "?" where no what-if row names one
     provenance: list[tuple[str, dict[str, list[int]]]]  # fields that differ: (label, {value: run ids})
     tally: Tally
+    pinned_row: dict | None = None    # the pinned baseline run, None: each experiment's own baseline
+    pinned_note: str = ""             # which run is the pinned baseline and where it came from, in one sentence
+    pinned_missing: str = ""          # the concurrencies the pinned run lacks, in one sentence ("" for none)
+
+    @property
+    def baseline_sentences(self) -> list[str]:
+        """What the page's baseline note and the report say of a pinned baseline ([] without one)."""
+        return [s for s in (self.pinned_note, self.pinned_missing) if s]
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -106,11 +115,35 @@ def tally(rows: list[dict]) -> Tally:
                  what_if=sum(1 for r in rows if compare.is_what_if(r)))
 
 
-def build(rows: list[dict], db_path: str | Path | None = None, include_partial: bool = False) -> CompareView:
-    """The view of `rows`; reads the database at `db_path` (per-request and GPU figures) when it exists."""
+def pinned_run(run_id: int, rows: list[dict], db_path: str | Path | None,
+               include_partial: bool = False) -> tuple[dict, str | None]:
+    """The pinned run and its experiment's name, read from the results file (it may belong to an
+    experiment not among `rows`), or found among `rows` when there is no file; PinnedBaselineError,
+    in one line, when it cannot be the baseline."""
+    if db_path is not None and Path(db_path).exists():
+        db = store.open_db(db_path, readonly=True)
+        try:
+            return pinned_baseline.read(db, run_id, include_partial)
+        finally:
+            store.close(db)
+    row = next((r for r in rows if r["id"] == run_id), None)
+    why = pinned_baseline.refusal(run_id, row, include_partial)
+    if why:
+        raise pinned_baseline.PinnedBaselineError(why)
+    assert row is not None  # refusal answers for a missing run
+    return row, None
+
+
+def build(rows: list[dict], db_path: str | Path | None = None, include_partial: bool = False,
+          pinned: int | None = None) -> CompareView:
+    """The view of `rows`; reads the database at `db_path` (per-request and GPU figures) when it exists.
+    With `pinned` (a run id), every speedup and latency ratio is against that run; PinnedBaselineError
+    when it cannot be the baseline."""
+    pin_row, pin_name = pinned_run(pinned, rows, db_path, include_partial) if pinned is not None else (None, None)
     if db_path is not None and Path(db_path).exists():
         rows = with_requests(rows, db_path)
     cs = compare.configs(rows, include_partial)
+    pin = pinned_baseline.apply(cs, pin_row, pin_name) if pin_row is not None else None
     data = chart_data(rows, cs, db_path, include_partial)
     by_id = {r["id"]: r for r in rows}
     table = answer.answer_rows(cs)
@@ -123,12 +156,18 @@ def build(rows: list[dict], db_path: str | Path | None = None, include_partial: 
         caption=answer.conditions(rows) if rows else "", data=data,
         drawable=tuple(name for name in ALL_CHARTS if has_data(name, data)),
         answer=table, serve_commands=commands_of, crossovers=answer.crossovers(cs),
-        none_pays=answer.none_pays(table), no_baseline=answer.no_baseline(rows, table), trust=answer.trust_notes(cs),
+        none_pays=answer.none_pays(table),
+        # A pinned baseline is said by its own sentences, whether or not this experiment's completed.
+        no_baseline="" if pin else answer.no_baseline(rows, table),
+        trust=answer.trust_notes(cs) + (pin.differs if pin else []),
         speedups=compare.speedup_table(cs), measured_table=compare.config_table(cs),
         what_if_table=compare.config_table(cs, what_if=True), what_if_configs=any(c.what_if for c in cs),
         what_if_export=[{"what_if": True, **r} for r in what_if],
         what_if_sentences=breakeven.sentences(cs), what_if_source=breakeven.source_text(what_if),
-        provenance=provenance_differences(rows), tally=tally(rows))
+        # The pinned run's provenance counts: it is one of the runs every speedup rests on.
+        provenance=provenance_differences(rows + ([pin.row] if pin and pin.row["id"] not in by_id else [])),
+        tally=tally(rows), pinned_row=pin.row if pin else None, pinned_note=pin.sentence if pin else "",
+        pinned_missing=pin.missing if pin else "")
 
 
 def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int] | None = None) -> list[dict]:

@@ -38,6 +38,7 @@ class ExportOptions:
     height: int = 800
     dpi: int = 150
     title: str | None = None            # the report's; None: one naming how many runs
+    baseline: int | None = None         # a pinned baseline run for every speedup; None: each experiment's own
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
