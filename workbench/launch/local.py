@@ -29,6 +29,7 @@ class LocalServer:
     proc: subprocess.Popen | None = None
     pgid: int | None = None
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
+    pump: threading.Thread | None = None
 
     def start(self, preexec: Callable[[], None] | None = None) -> None:
         if port_in_use(self.spec.port):
@@ -46,7 +47,8 @@ class LocalServer:
         # The group id is its pid: kept, because once a killed leader is reaped the group can no
         # longer be looked up, yet its engine processes may still be running.
         self.pgid = self.proc.pid
-        threading.Thread(target=self._pump, daemon=True, name="vllm-log").start()
+        self.pump = threading.Thread(target=self._pump, daemon=True, name="vllm-log")
+        self.pump.start()
 
     def _pump(self) -> None:
         assert self.proc and self.proc.stdout
@@ -60,6 +62,13 @@ class LocalServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def drain(self, timeout_s: float = 2.0) -> None:
+        """Wait until the log pump has read everything an exited server wrote. The pipe closes only
+        when every process holding it has exited (engine processes may outlive the leader), hence
+        the bound: the lines read by then are what there is."""
+        if self.pump is not None:
+            self.pump.join(timeout_s)
+
     def log_tail(self, n: int = 40) -> str:
         return "\n".join(list(self.tail)[-n:])
 
@@ -69,7 +78,7 @@ class LocalServer:
         with httpx.Client(timeout=2.0) as client:
             while True:
                 if not self.alive:
-                    time.sleep(0.3)  # let the pump read the last lines
+                    self.drain()  # the last lines name the reason
                     lines = list(self.tail)
                     why = reason_from_log(lines) or f"exit code {self.proc.returncode if self.proc else '?'}"
                     raise LaunchError(f"vLLM exited during start-up: {why}", self.log_tail())
