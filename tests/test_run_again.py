@@ -69,14 +69,6 @@ def test_a_finished_plan_says_so_and_again_makes_a_new_experiment(tmp_path):
     assert f"(experiment {two})" in _cli(tmp_path).stderr  # a plain run now resumes the latest attempt
 
 
-def test_again_is_refused_with_remote_in_one_line(tmp_path):
-    (tmp_path / "plan.toml").write_text(demo_plan("again", methods=[DRAFT]))
-    done = _cli(tmp_path, "--again", "--remote", "nohost")
-    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "draftbench: --again runs a plan on this host; on a remote host, run `draftbench run PLAN --again` there"]
-    assert not (tmp_path / "r.sqlite").exists()
-
-
 def test_the_first_attempt_keeps_the_plain_hash():
     p = plan.loads(demo_plan("again", methods=[DRAFT]))
     from dataclasses import replace

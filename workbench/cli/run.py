@@ -65,11 +65,6 @@ def run(args) -> int:
         append(args.events, "events").close()
     if args.ray and (args.remote or args.gpus):
         raise CliError("--ray places the servers on the cluster's GPUs: leave out --remote and --gpus")
-    if args.again and args.remote:
-        raise CliError("--again runs a plan on this host; on a remote host, run `draftbench run PLAN --again` there")
-    if args.add_repeats and args.remote:
-        raise CliError("--add-repeats runs a plan on this host; on a remote host, run "
-                       "`draftbench run PLAN --add-repeats K` there")
     if args.remote:
         return remote.run_remote(args)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
