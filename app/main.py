@@ -260,20 +260,21 @@ class MainWindow(QMainWindow):
     def run_remote(self) -> None:
         self.remote_run.ask()
 
-    def start_sweep(self, p: plan.Plan, text: str, again: bool = False) -> None:
-        if self.sweep is not None or (not again and self.rerun.intercepts(p, text)):
+    def start_sweep(self, p: plan.Plan, text: str, again: bool = False, add_repeats: int = 0) -> None:
+        if self.sweep is not None or (not again and not add_repeats and self.rerun.intercepts(p, text)):
             return
         folder = paths.data_dir() / "plans"
         folder.mkdir(parents=True, exist_ok=True)
         plan_file = folder / f"{p.name}-{time.strftime('%Y%m%d-%H%M%S')}.toml"
         plan_file.write_text(self.experiment.text_for_run())
         self.start_file(plan_file, remote=self.experiment.run_remote, ray=self.experiment.profile_form.ray_address(),
-                        again=again)
+                        again=again, add_repeats=add_repeats)
 
     def start_file(self, plan_file: Path, remote: str | None = None, ray: str | None = None,
-                   again: bool = False) -> None:
+                   again: bool = False, add_repeats: int = 0) -> None:
         try:
-            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=remote, ray=ray, again=again)
+            sweep = Sweep.start(str(plan_file), str(self.db_path), self, remote=remote, ray=ray, again=again,
+                                add_repeats=add_repeats)
         except OSError as exc:
             QMessageBox.critical(self, "Run sweep", str(exc))
             return

@@ -52,7 +52,8 @@ def test_a_finished_plan_says_so_and_again_makes_a_new_experiment(tmp_path):
     assert done.returncode == 0 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if not line.startswith("draftbench: warning:")]
     assert lines == [f"draftbench: all 2 runs of plan 'again' are complete in {db} (experiment {one}): nothing to "
-                     "run; to run it again as a new experiment: draftbench run plan.toml --again"], done.stderr
+                     "run; to run it again as a new experiment: draftbench run plan.toml --again, or to add "
+                     "repeats to it: draftbench run plan.toml --add-repeats K"], done.stderr
     assert list(_experiments(db)) == [one]
 
     dry = _cli(tmp_path, "--again", "--dry-run")  # a dry run stores nothing
@@ -68,14 +69,6 @@ def test_a_finished_plan_says_so_and_again_makes_a_new_experiment(tmp_path):
     assert f"(experiment {two})" in _cli(tmp_path).stderr  # a plain run now resumes the latest attempt
 
 
-def test_again_is_refused_with_remote_in_one_line(tmp_path):
-    (tmp_path / "plan.toml").write_text(demo_plan("again", methods=[DRAFT]))
-    done = _cli(tmp_path, "--again", "--remote", "nohost")
-    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "draftbench: --again runs a plan on this host; on a remote host, run `draftbench run PLAN --again` there"]
-    assert not (tmp_path / "r.sqlite").exists()
-
-
 def test_the_first_attempt_keeps_the_plain_hash():
     p = plan.loads(demo_plan("again", methods=[DRAFT]))
     from dataclasses import replace
@@ -88,6 +81,7 @@ def test_the_app_asks_to_run_a_finished_plan_again(qtbot, tmp_path, vllm_install
 
     from app.jobs.sweep import runner_args
     from app.main import MainWindow
+    from app.rerun import Choice
 
     text = demo_plan("again", methods=[DRAFT], workload={"num_prompts": 2, "max_tokens": 16, "concurrency": [1]})
     (tmp_path / "plan.toml").write_text(text)
@@ -102,11 +96,11 @@ def test_the_app_asks_to_run_a_finished_plan_again(qtbot, tmp_path, vllm_install
     assert page.current is not None, page.status.text()
 
     asked: list = []
-    w.rerun.ask = lambda p, latest: asked.append(latest) or False  # Cancel: nothing starts
+    w.rerun.ask = lambda p, latest: asked.append(latest) or None  # Cancel: nothing starts
     w.start_sweep(page.current, page.text())
     assert started == [] and asked and asked[0].finished and asked[0].total == 2
 
-    w.rerun.ask = lambda p, latest: True  # Run again: the runner is started with --again
+    w.rerun.ask = lambda p, latest: Choice(again=True)  # Run again: the runner is started with --again
     w.start_sweep(page.current, page.text())
     assert [kw.get("again") for kw in started] == [True]
     assert runner_args("p.toml", "r.sqlite", "e.jsonl", "l.txt", again=True)[-1] == "--again"

@@ -16,13 +16,15 @@ from workbench.sweep import app_cpu
 
 
 def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
-                remote: str | None = None, ray: str | None = None, again: bool = False) -> list[str]:
+                remote: str | None = None, ray: str | None = None, again: bool = False,
+                add_repeats: int = 0) -> list[str]:
     """The `draftbench` arguments of a sweep's runner."""
     # On a remote host the local process streams the host's events and rows here; Stop (SIGTERM)
     # stops the sweep there. On a Ray cluster this process is the driver, writing the database here.
     where = ["--remote", remote] if remote else ["--ray", ray] if ray else []
-    # --again: a new experiment of a plan whose runs are all complete (app/rerun.py).
-    again_arg = ["--again"] if again else []
+    # --again: a new experiment of a plan whose runs are all complete; --add-repeats: more repeats
+    # in its latest experiment instead (app/rerun.py).
+    again_arg = ["--again"] if again else ["--add-repeats", str(add_repeats)] if add_repeats else []
     return ["run", plan_path, "--db", db_path, "--events", events_path, "--log", log_path, "--own-group", *where,
             *again_arg]
 
@@ -59,7 +61,7 @@ class Sweep(Child):
 
     @classmethod
     def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None,
-              ray: str | None = None, again: bool = False) -> "Sweep":
+              ray: str | None = None, again: bool = False, add_repeats: int = 0) -> "Sweep":
         """Raises OSError when the runner cannot be started."""
         folder = paths.data_dir() / "sweeps"
         folder.mkdir(parents=True, exist_ok=True)
@@ -67,7 +69,7 @@ class Sweep(Child):
         events_path = folder / f"{stamp}-{os.getpid()}.events.jsonl"
         stderr = events_path.with_suffix("").with_suffix(".stderr.txt")
         events_path.touch()
-        args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray, again)
+        args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray, again, add_repeats)
         # The runner reads this process's CPU over every measurement window (workbench.sweep.app_cpu).
         return super().start(args, events_path, stderr, Path.cwd(), parent, env=app_env())
 

@@ -156,7 +156,8 @@ def _remote_models(args, host) -> int:
 
 def run_remote(args) -> int:
     """The plan goes to the host, its runner starts there detached, and its events and rows come
-    back: events to --events (or stdout) as a local run writes them, rows into --db."""
+    back: events to --events (or stdout) as a local run writes them, rows into --db. A dry run
+    runs there in the foreground instead, its lines brought back, and starts nothing."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote, store
 
@@ -165,22 +166,49 @@ def run_remote(args) -> int:
         text = Path(args.plan).read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot read the plan {args.plan}: {exc.strerror}") from None
+    extra = ["--vllm-python", args.vllm_python] if args.vllm_python else []
+    # The host's runner cuts its own GPUs into slots; its database says what a run again or added
+    # repeats build on, so those flags go there as they are.
+    for flag, value in (("--gpus", getattr(args, "gpus", None)), ("--parallel", getattr(args, "parallel", None)),
+                        ("--add-repeats", getattr(args, "add_repeats", None))):
+        if value is not None:
+            extra += [flag, str(value)]
+    for flag, on in (("--again", getattr(args, "again", False)), ("--adaptive", getattr(args, "adaptive", False))):
+        if on:
+            extra.append(flag)
+    if args.dry_run:
+        return _dry_run_there(host, text, extra)
     try:
         store.close(store.open_db(args.db or paths.default_db()))  # usable, before anything starts there
     except store.StoreError as exc:
         raise CliError(str(exc)) from None
-    extra = ["--vllm-python", args.vllm_python] if args.vllm_python else []
-    # The host's runner cuts its own GPUs into slots.
-    for flag, value in (("--gpus", getattr(args, "gpus", None)), ("--parallel", getattr(args, "parallel", None))):
-        if value is not None:
-            extra += [flag, str(value)]
     try:
         remote.check(host)
+        if args.add_repeats:
+            # The detached runner's refusal would only reach its log there: asked first, in the
+            # foreground, so a plan with nothing to add repeats to is refused here in its one line.
+            remote.dry_run(host, text, extra)
         launched = remote.launch(host, text, extra)
     except remote.RemoteError as exc:
         raise CliError(str(exc)) from None
     print(f"remote: started on {host.label} (pid {launched.pid}); its database: {launched.db}", file=sys.stderr)
     return follow(args, host, launched)
+
+
+def _dry_run_there(host, text: str, extra: list[str]) -> int:
+    """The host's dry run: the vLLM commands and runs it would start there, printed here."""
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench import remote
+
+    try:
+        remote.check(host)
+        there = remote.dry_run(host, text, extra)
+    except remote.RemoteError as exc:
+        raise CliError(str(exc)) from None
+    print(there.stdout, end="")
+    for line in there.stderr.splitlines():  # its warnings, or that a finished plan has nothing to run
+        print(f"{host.label}: {line}", file=sys.stderr)
+    return 0
 
 
 def follow(args, host, launched) -> int:

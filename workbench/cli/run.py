@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import signal
@@ -18,9 +19,13 @@ def register(sub) -> None:
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
     r.add_argument("--vllm-python", help="interpreter of the environment that has vLLM")
     r.add_argument("--dry-run", action="store_true", help="print the vLLM commands and runs, start nothing")
-    r.add_argument("--again", action="store_true",
-                   help="run the plan again as a new experiment, its completed runs included (without it a run "
-                        "resumes the plan's latest experiment, skipping what completed)")
+    rerun = r.add_mutually_exclusive_group()
+    rerun.add_argument("--again", action="store_true",
+                       help="run the plan again as a new experiment, its completed runs included (without it a run "
+                            "resumes the plan's latest experiment, skipping what completed)")
+    rerun.add_argument("--add-repeats", metavar="K", type=_repeats_to_add,
+                       help="add K (1-100) more repeats of every configuration to the plan's latest experiment, "
+                            "numbered after its highest repeat, and run only those")
     r.add_argument("--adaptive", action="store_true",
                    help="choose N by prediction instead of running every N (as `[sweep] mode = \"adaptive\"`)")
     r.add_argument("--events", help="append the JSON-line events to this file instead of stdout")
@@ -40,6 +45,18 @@ def register(sub) -> None:
     r.set_defaults(handler=run)
 
 
+def _repeats_to_add(text: str) -> int:
+    # Checked while parsing, so a wrong K is refused in one line before a plan is read or a host reached.
+    # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
+    from workbench.usecases import attempts
+
+    try:
+        return attempts.check_count(int(text))
+    except (ValueError, attempts.AddRepeatsError):
+        raise argparse.ArgumentTypeError(
+            f"K must be a whole number from 1 to {attempts.MAX_ADDED}, not {text!r}") from None
+
+
 def run(args) -> int:
     if args.log:
         log = append(args.log, "log")
@@ -48,35 +65,51 @@ def run(args) -> int:
         append(args.events, "events").close()
     if args.ray and (args.remote or args.gpus):
         raise CliError("--ray places the servers on the cluster's GPUs: leave out --remote and --gpus")
-    if args.again and args.remote:
-        raise CliError("--again runs a plan on this host; on a remote host, run `draftbench run PLAN --again` there")
     if args.remote:
         return remote.run_remote(args)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.usecases import attempts, findings, sweeps
 
     try:
-        loaded = sweeps.load_plan(args.plan, args.vllm_python, args.adaptive, check_packages=not args.dry_run)
+        # Repeats are added to the experiment of the plan as a real run reads it (methods whose package
+        # is missing left out), or the dry run would look for an experiment by another plan hash.
+        loaded = sweeps.load_plan(args.plan, args.vllm_python, args.adaptive,
+                                  check_packages=not args.dry_run or bool(args.add_repeats))
         slots = sweeps.slots_for(loaded, args.gpus, args.parallel, cluster=bool(args.ray))
         cluster = sweeps.connect_cluster(args.ray) if args.ray and not args.dry_run else None
         existing = sweeps.open_existing(args.db)
     except sweeps.RunError as exc:
         raise CliError(str(exc)) from None
+    latest = attempts.latest(loaded.plan, existing)
+    header = None
+    if args.add_repeats:
+        try:  # before the warnings: a plan never run here is refused in its one line alone
+            added = attempts.add_repeats(loaded.plan, latest, existing, args.add_repeats)
+        except attempts.AddRepeatsError as exc:
+            raise CliError(str(exc)) from None
+        header = attempts.added_line(added, latest.experiment, args.add_repeats)
     found = findings.preflight(loaded.plan, loaded.vllm, existing, servings=loaded.servings)
     refused = findings.errors(found)
     if refused:
         raise CliError(str(refused[0]))  # one line, and nothing launched
     for finding in found:
         print(f"draftbench: warning: {finding}", file=sys.stderr)
-    latest = attempts.latest(loaded.plan, existing)
-    if latest.finished and not args.again:
+    if args.add_repeats:
+        loaded = dataclasses.replace(loaded, plan=added)
+    elif latest.finished and not args.again:
         # Resuming a finished plan runs nothing: said, with the way to run it again, not left silent.
         print(f"draftbench: {attempts.finished_line(loaded.plan, latest, args.db or paths.default_db(), args.plan)}",
               file=sys.stderr)
         return 0
-    loaded = dataclasses.replace(loaded, plan=attempts.choose(loaded.plan, latest, args.again))
+    else:
+        loaded = dataclasses.replace(loaded, plan=attempts.choose(loaded.plan, latest, args.again))
+        if args.again and loaded.plan.attempt > 1:
+            header = (f"again: a new experiment of plan {loaded.plan.name!r} (attempt {loaded.plan.attempt}), "
+                      "every run from the start")
     if args.dry_run:
-        return _dry_run(loaded, slots)
+        return _dry_run(loaded, slots, header)
+    if args.add_repeats:
+        print(header, file=sys.stderr)  # not prefixed `draftbench:`, which the app reads as an error
     if args.own_group:
         try:
             os.setsid()
@@ -121,15 +154,15 @@ def _with_adaptive_lines(write: events.Emit) -> events.Emit:
     return emit
 
 
-def _dry_run(loaded, slots) -> int:
+def _dry_run(loaded, slots, header: str | None) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.analysis import recommend
     from workbench.sweep import adaptive
     from workbench.usecases import commands
 
     p = loaded.plan
-    if p.attempt > 1:
-        print(f"again: a new experiment of plan {p.name!r} (attempt {p.attempt}), every run from the start")
+    if header:  # a new attempt (--again), or the runs --add-repeats adds
+        print(header)
     if p.mode == "adaptive":
         print("adaptive: the baseline and these N first; other N only where predicted best:")
         for c in adaptive.contexts(p):

@@ -7,11 +7,11 @@ rows by primary key (workbench.store.mirror), so a reconnect resumes from the hi
 without duplicates.
 """
 
-from workbench.remote.control import Launched, latest, launch, pull, remote_db, source_of, stop
+from workbench.remote.control import Launched, dry_run, latest, launch, pull, remote_db, source_of, stop
 from workbench.remote.host import DEFAULT_DATA_DIR, RemoteError, RemoteHost, check, load, remotes_dir, save
 from workbench.remote.stream import Stream
 
 __all__ = [
-    "DEFAULT_DATA_DIR", "Launched", "RemoteError", "RemoteHost", "Stream", "check", "latest", "launch",
+    "DEFAULT_DATA_DIR", "Launched", "RemoteError", "RemoteHost", "Stream", "check", "dry_run", "latest", "launch",
     "load", "pull", "remote_db", "remotes_dir", "save", "source_of", "stop",
 ]

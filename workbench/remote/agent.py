@@ -50,16 +50,13 @@ def launch(args) -> int:
     own session (setsid), stdin closed and output to a file, so neither a dropped connection nor
     the SSH server's hang-up signal reaches it."""
     data = _data_dir(args.data_dir)
-    text = sys.stdin.read()
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    plan, digest = _write_plan(data, sys.stdin.read())
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for sub in ("plans", "events", "logs"):
+    for sub in ("events", "logs"):
         (data / sub).mkdir(parents=True, exist_ok=True)
-    plan = data / "plans" / f"{digest}.toml"
-    plan.write_text(text, encoding="utf-8")
     events = data / "events" / f"{stamp}-{digest}-{os.getpid()}.jsonl"
     log = data / "logs" / f"{stamp}-{digest}-{os.getpid()}.log"
-    db = Path(os.path.expanduser(args.db)) if args.db else data / "results.sqlite"
+    db = _db(args, data)
     argv = [sys.executable, "-m", "workbench.cli", "run", str(plan), "--db", str(db),
             "--events", str(events), "--log", str(log), *args.extra]
     with open(log, "ab") as out:
@@ -67,6 +64,31 @@ def launch(args) -> int:
     print(json.dumps({"pid": proc.pid, "plan": str(plan), "events": str(events), "log": str(log),
                       "db": str(db)}))
     return 0
+
+
+def dry_run(args) -> int:
+    """`draftbench run --dry-run` of the plan (read from stdin) against this host's vLLM and
+    database, in the foreground: what it prints comes back over SSH, and its exit status with it
+    (2 and one line when it refuses the plan). Nothing is started and no database is created."""
+    data = _data_dir(args.data_dir)
+    plan, _ = _write_plan(data, sys.stdin.read())
+    argv = [sys.executable, "-m", "workbench.cli", "run", str(plan), "--db", str(_db(args, data)), "--dry-run",
+            *args.extra]
+    sys.stdout.flush()
+    return subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
+
+
+def _write_plan(data: Path, text: str) -> tuple[Path, str]:
+    """The plan's file in the data dir, named by its content, and that digest."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    (data / "plans").mkdir(parents=True, exist_ok=True)
+    plan = data / "plans" / f"{digest}.toml"
+    plan.write_text(text, encoding="utf-8")
+    return plan, digest
+
+
+def _db(args, data: Path) -> Path:
+    return Path(os.path.expanduser(args.db)) if args.db else data / "results.sqlite"
 
 
 class Follower:
@@ -236,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     la.add_argument("--data-dir", required=True)
     la.add_argument("--db")
     la.add_argument("extra", nargs=argparse.REMAINDER)
+    dr = sub.add_parser("dry-run")
+    dr.add_argument("--data-dir", required=True)
+    dr.add_argument("--db")
+    dr.add_argument("extra", nargs=argparse.REMAINDER)
     f = sub.add_parser("follow")
     f.add_argument("--db", required=True)
     f.add_argument("--events")
@@ -250,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if getattr(args, "extra", None) and args.extra[0] == "--":
         args.extra = args.extra[1:]
-    return {"check": check, "launch": launch, "follow": follow, "latest": latest, "stop": stop, "dump": dump}[args.command](args)
+    return {"check": check, "launch": launch, "dry-run": dry_run, "follow": follow, "latest": latest, "stop": stop,
+            "dump": dump}[args.command](args)
 
 
 if __name__ == "__main__":

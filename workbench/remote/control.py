@@ -4,6 +4,7 @@ where it writes (remote_db, source_of)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,23 @@ def launch(host: RemoteHost, plan_text: str, extra: list[str] | None = None, db:
     except (ValueError, IndexError):
         raise RemoteError(f"{host.label}: the remote Draftbench did not say what it started") from None
     return Launched(info["pid"], info["events"], info["db"], info["plan"], info["log"])
+
+
+def dry_run(host: RemoteHost, plan_text: str, extra: list[str] | None = None,
+            db: str | None = None) -> subprocess.CompletedProcess:
+    """`draftbench run --dry-run` of the plan on the host (against its vLLM and its database), for
+    the runs `extra` asks for: what it printed, on stdout and stderr; nothing starts there.
+    RemoteError in one line: the host's own line when its runner refuses the plan (a plan with
+    nothing to add repeats to)."""
+    argv = host.agent_argv("dry-run", "--data-dir", host.data_dir, *(["--db", db] if db else []), "--", *(extra or []))
+    # As long as a launch's preflight may take on the host: a docker image's vLLM is asked by running it.
+    proc = host.call(argv, stdin=plan_text, timeout=600, check=False)
+    if proc.returncode == 0:
+        return proc
+    lines = proc.stderr.strip().splitlines()
+    if proc.returncode in (1, 2) and lines and lines[-1].startswith("draftbench: "):
+        raise RemoteError(f"{host.label}: {lines[-1].removeprefix('draftbench: ')}")
+    raise RemoteError(host.explain(proc.returncode, proc.stderr))
 
 
 def latest(host: RemoteHost, db: str | None = None) -> Launched:

@@ -87,8 +87,9 @@ class RemoteHost:
         return [self.remote_python, "-m", "workbench.remote.agent", *args]
 
     def call(self, remote_argv: list[str], stdin: str | bytes | None = None, timeout: float = 120,
-             binary: bool = False) -> subprocess.CompletedProcess:
-        """Run a command on the host and wait; raise RemoteError with one line on failure."""
+             binary: bool = False, check: bool = True) -> subprocess.CompletedProcess:
+        """Run a command on the host and wait; raise RemoteError with one line on failure (without
+        `check`, only when it could not run: the caller reads the exit status)."""
         try:
             proc = subprocess.run(self.ssh_argv(remote_argv), input=stdin, capture_output=True,
                                   timeout=timeout, text=not binary, stdin=None if stdin is not None else subprocess.DEVNULL)
@@ -96,7 +97,7 @@ class RemoteHost:
             raise RemoteError("no `ssh` client on this machine: install OpenSSH (openssh-client)") from None
         except subprocess.TimeoutExpired:
             raise RemoteError(f"{self.label} did not answer within {timeout:.0f} s") from None
-        if proc.returncode != 0:
+        if proc.returncode != 0 and check:
             err = proc.stderr.decode("utf-8", "replace") if binary else proc.stderr
             raise RemoteError(self.explain(proc.returncode, err))
         return proc
