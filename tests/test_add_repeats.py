@@ -247,7 +247,9 @@ def _answer(keys: list[tuple[Qt.Key, Qt.KeyboardModifier]]) -> list:
         for key, modifier in keys:
             QTest.keyClick(dialog.windowHandle(), key, modifier)
         # Keys that did not answer it fail the test in a few seconds instead of leaving it waiting.
-        QTimer.singleShot(5000, lambda: dialog.isVisible() and dialog.reject())
+        # The dialog is the timer's context: once it is deleted the timer never fires, so it cannot
+        # reach a dead object during a later test.
+        QTimer.singleShot(5000, dialog, lambda: dialog.isVisible() and dialog.reject())
 
     QTimer.singleShot(0, type_into)
     return seen
