@@ -3,10 +3,12 @@ loader, with the hashes of existing plans and the loader's one-line refusals unc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workbench import plan
-from workbench.plan import catalog, schema
+from workbench.plan import catalog, keys_doc, schema
 
 from test_plan_form_lossless import ATTACH, WHAT_IF
 
@@ -119,3 +121,17 @@ def test_every_key_has_help_and_a_known_table():
         assert k.table in schema.TABLES and k.help.strip(), k.dotted
     dotted = [k.dotted for k in schema.keys()]
     assert len(dotted) == len(set(dotted)), "a key declared twice"
+
+
+def test_the_committed_key_table_is_the_generated_one():
+    committed = (Path(__file__).resolve().parent.parent / "docs" / "plan-keys.md").read_text()
+    assert committed == keys_doc.document(), "the schema changed: run python scripts/plan_keys.py"
+
+
+def test_a_new_plan_writes_the_schemas_defaults_but_where_its_pair_is_sized():
+    doc = catalog.plan_document(catalog.get("qwen3-8b-dflash-b16"))
+    assert doc["workload"]["names"] == schema.key("workload.names").default
+    assert doc["workload"]["temperature"] == schema.key("workload.temperature").default
+    assert doc["target"]["dtype"] == schema.key("target.dtype").default
+    assert doc["workload"]["max_tokens"] == catalog.GPU_SIZED["workload"]["max_tokens"]
+    assert set(doc["workload"]) == {k.name for k in schema.keys("workload") if k.new}

@@ -173,6 +173,13 @@ class Texts(Kind):
 
 
 @dataclass(frozen=True)
+class Args(Texts):
+    """Command-line arguments: a list of strings, which may be empty."""
+    says: ClassVar[str] = "a list of strings"
+    empty: bool = True
+
+
+@dataclass(frozen=True)
 class Repeats(Kind):
     says: ClassVar[str] = 'a whole number or "auto"'
     hi: int = 100

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from workbench.plan.fields import PlanError
 from workbench.plan.kinds import (
-    Choice, Env, Flag, Kind, Model, NameOrTable, Number, Parallel, Prompts, Repeats, Table, Text, Texts, Whole, Wholes)
+    Args, Choice, Env, Flag, Kind, Model, NameOrTable, Number, Parallel, Prompts, Repeats, Table, Text, Texts, Whole, Wholes)
 from workbench.plan.model import MODES
 
 
@@ -42,11 +42,11 @@ class Key:
         return ".".join(self.path)
 
 
-# The tables, in the order the docs list them; a closed one refuses a key it does not declare.
-TABLES = {"": "the top level", "target": "the model served", "server": "how each server is started and waited for",
+# The tables, in the order the docs list them, with what each holds.
+TABLES = {"": "the experiment's name and launch profile", "target": "the model served",
+          "server": "how each server is started and waited for",
           "sweep": "what is run, and in which order", "workload": "what each run sends",
-          "methods": "each [[methods]] entry: one drafting method and its N values"}
-CLOSED = ("", "sweep", "methods")
+          "methods": "one drafting method and its N values, each entry"}
 
 KEYS: tuple[Key, ...] = (
     Key("", "name", Text(), "The experiment's name, shown with its runs", default_says="the file's name",
@@ -63,7 +63,7 @@ KEYS: tuple[Key, ...] = (
     Key("target", "dtype", Text(), "vLLM's --dtype (auto, bfloat16, float16, float32)", "auto",
         default_says='"auto"; the demo target: float32 or bf16, whichever is faster on this CPU',
         label="dtype", new=True),
-    Key("target", "extra_args", Texts(empty=True), "More `vllm serve` arguments (not the speculative config, "
+    Key("target", "extra_args", Args(), "More `vllm serve` arguments (not the speculative config, "
         "host, port or API key)", []),
     Key("target", "enforce_eager", Flag(), "Skip graph compilation: a faster start, slower steps", False,
         label="enforce eager (skip graph compilation; faster start)"),
@@ -111,9 +111,9 @@ KEYS: tuple[Key, ...] = (
         "become fixed, but drafting padding text distorts acceptance", False,
         label="ignore EOS (forces every answer to max tokens)"),
     Key("methods", "method", Text(), "ngram, draft_model, suffix, mtp, eagle3 (eagle), dflash, dspark or "
-        "baseline", label="Method"),
+        "baseline", default_says="required", label="Method"),
     Key("methods", "n", Wholes(), "Speculative tokens per step (num_speculative_tokens): a number or a list, "
-        "one server each", label="N"),
+        "one server each", default_says="required (but for the baseline)", label="N"),
     Key("methods", "draft", Model(), "The draft checkpoint: a folder, a Hub repo id or demo:NAME", label="Draft"),
     Key("methods", "options", Table(), "More keys of vLLM's --speculative-config", {}, label="Options"),
     Key("methods", "optional", Flag(), "Skip the method, rather than refuse the plan, where the vLLM environment "
