@@ -14,7 +14,7 @@ import pytest
 from app.pages.experiment import ExperimentPage
 from workbench import plan
 from workbench.host import engine
-from workbench.plan import loader, profiles
+from workbench.plan import loader, profiles, schema
 
 # Every table the loader reads, by the name its source gives the table (a new table read under
 # another name fails test_the_plans_use_every_key_the_loader_reads until it is named here).
@@ -119,10 +119,12 @@ PLANS = {"what-if": WHAT_IF, "attach": ATTACH, "saved-profile": SAVED}
 
 
 def loader_keys() -> set[str]:
-    """Every key the plan loader reads, as `table.key`, from its source (profile keys from the
-    Profile it builds): the list grows as the loader does."""
+    """Every key the plan loader reads, as `table.key`: those declared in the schema, those its
+    source reads by name (the two of a num_prompts table, profile keys from the Profile it builds):
+    the list grows as the schema and the loader do."""
     tree = ast.parse(inspect.getsource(loader))
-    keys: set[str] = set()
+    keys: set[str] = {k.dotted for k in schema.keys()} | set(schema.top_level())
+    keys |= {"workload.num_prompts.per_concurrency", "workload.num_prompts.min"}
 
     def add(var, key) -> None:
         if isinstance(var, ast.Name) and isinstance(key, ast.Constant) and isinstance(key.value, str):

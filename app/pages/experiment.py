@@ -8,20 +8,18 @@ import tomllib
 from pathlib import Path
 
 import tomli_w
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-    QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget,
-)
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from app.jobs import worker
 from app.widgets import theme
 from app.widgets.demo_bar import DemoBar
-from app.widgets.workload_list import WorkloadList
 from app.widgets.findings import FindingsPanel, plan_summary
-from app.widgets.long_value import LongValueEdit
-from app.widgets.methods_table import MethodsTable, parse_ints
+from app.widgets.methods_table import MethodsTable
+from app.widgets.plan_fields import KeysBox
 from app.widgets.profile_form import ProfileForm
+from app.widgets.target_box import TargetBox
+from app.widgets.workload_box import WorkloadBox
 from app.widgets import form_keep, plan_types
 from workbench import methods, plan
 from workbench.host import engine, gpus
@@ -50,80 +48,40 @@ class ExperimentPage(QWidget):
         self.host_platform = "none"
         worker.run(gpus.detect, self, self._gpus_detected)
 
-        self.name = QLineEdit()
-        self.target = LongValueEdit()
-        self.target.setToolTip("The model being served: a folder, a Hugging Face repo id, or demo:smollm2-135m")
-        target_browse = QPushButton("…")
-        target_browse.setFixedWidth(28)
-        target_browse.clicked.connect(self._browse_target)
-        target_row = QHBoxLayout()
-        target_row.addWidget(self.target)
-        target_row.addWidget(target_browse)
-        self.served_name = QLineEdit()
-        self.max_model_len = QSpinBox(minimum=64, maximum=10_000_000, singleStep=1024)
-        self.dtype = QComboBox()
-        self.dtype.addItems(["auto", "bfloat16", "float16", "float32"])
-        self.enforce_eager = QCheckBox("enforce eager (skip graph compilation; faster start)")
-
+        # The plan's keys as fields, made from their declarations (workbench.plan.schema); a key
+        # labelled for the form that no group places shows in the group of its table, or below.
+        self.target_box = TargetBox()
+        self.workload_box = WorkloadBox()
+        self.more_box = KeysBox("Server and sweep", ("server", "sweep"))
+        self.more_box.place([], skip=("sweep.mode",))  # the Workload group's adaptive N
+        self.boxes = (self.target_box, self.workload_box, self.more_box)
+        # The fields by name, as the rest of the app and the tests reach them.
+        self.name = self.target_box.name
+        self.target = self.target_box.target
+        self.served_name = self.target_box.served_name
+        self.max_model_len = self.target_box.max_model_len
+        self.dtype = self.target_box.dtype
+        self.enforce_eager = self.target_box.enforce_eager
+        self.workloads = self.workload_box.workloads
+        self.concurrency = self.workload_box.concurrency
+        self.num_prompts = self.workload_box.num_prompts
+        self.max_tokens = self.workload_box.max_tokens
+        self.warmup = self.workload_box.warmup
+        self.repeats = self.workload_box.repeats
+        self.temperature = self.workload_box.temperature
+        self.top_p = self.workload_box.top_p
+        self.ignore_eos = self.workload_box.ignore_eos
+        self.adaptive = self.workload_box.adaptive
         self.methods_table = MethodsTable()
-
-        self.workloads = WorkloadList()
-        add_file = QPushButton("Add prompt file…")
-        add_file.clicked.connect(lambda: self.workloads.add_file())
-        self.concurrency = QLineEdit()
-        self.concurrency.setToolTip("Requests in flight at once; one run per value, e.g. 1, 4")
-        # 0 reads "auto": repeats = "auto" in the plan (workbench.analysis.repeats).
-        self.repeats = QSpinBox(minimum=0, maximum=100)
-        self.repeats.setSpecialValueText("auto")
-        self.repeats.setToolTip("Repeats of every run, for a mean and a confidence interval. auto (below 1): until "
-                                "the 95 % interval of its throughput is within ±2 %, at most 5 times")
-        self.num_prompts = QSpinBox(minimum=1, maximum=100000)
-        self.max_tokens = QSpinBox(minimum=1, maximum=1_000_000)
-        self.max_tokens.setToolTip("Maximum output tokens per request")
-        self.warmup = QSpinBox(minimum=0, maximum=1000)
-        self.warmup.setToolTip("Warm-up requests before each measurement window (not measured)")
-        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
-        self.temperature.setToolTip("Sampling temperature, always sent explicitly: acceptance depends on it")
-        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2)
-        self.ignore_eos = QCheckBox("ignore EOS (forces every answer to max tokens)")
-        self.ignore_eos.setToolTip("Generation continues past the end of each answer: output lengths become fixed, "
-                                   "but drafting padding text distorts acceptance")
-        self.adaptive = QCheckBox("adaptive N (predict the best N instead of running every N)")
-        self.adaptive.setToolTip("Runs the baseline, the largest and the smallest N, predicts speedup for every N, "
-                                 "then runs only the predicted best (and a close rival); see docs/recommend-n.md")
-
-        form = QFormLayout()
-        form.addRow("Name", self.name)
-        form.addRow("Target", target_row)
-        form.addRow("Served name", self.served_name)
-        form.addRow("Max model length", self.max_model_len)
-        form.addRow("dtype", self.dtype)
-        form.addRow("", self.enforce_eager)
-        wl = QVBoxLayout()
-        wl.addWidget(self.workloads)
-        wl.addWidget(add_file, alignment=Qt.AlignLeft)
-        work = QGroupBox("Workload")
-        wf = QFormLayout(work)
-        wf.addRow("Prompt sets", wl)
-        wf.addRow("Concurrency", self.concurrency)
-        wf.addRow("Prompts per run", self.num_prompts)
-        wf.addRow("Max tokens", self.max_tokens)
-        wf.addRow("Warm-up requests", self.warmup)
-        wf.addRow("Repeats", self.repeats)
-        wf.addRow("Temperature", self.temperature)
-        wf.addRow("top-p", self.top_p)
-        wf.addRow("", self.ignore_eos)
-        wf.addRow("", self.adaptive)
 
         form_widget = QWidget()
         fl = QVBoxLayout(form_widget)
-        target_group = QGroupBox("Target")
-        target_group.setLayout(form)
-        fl.addWidget(target_group)
+        fl.addWidget(self.target_box)
         self.profile_form = ProfileForm()
         fl.addWidget(self.profile_form)
         fl.addWidget(self.methods_table)
-        fl.addWidget(work)
+        fl.addWidget(self.workload_box)
+        fl.addWidget(self.more_box)
         fl.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -154,17 +112,8 @@ class ExperimentPage(QWidget):
 
         self.validate_timer = QTimer(self, singleShot=True, interval=250)
         self.validate_timer.timeout.connect(self.validate)
-        for w in (self.name, self.target, self.served_name, self.concurrency):
-            w.textChanged.connect(self.validate_timer.start)
-        for w in (self.max_model_len, self.repeats, self.num_prompts, self.max_tokens, self.warmup):
-            w.valueChanged.connect(self.validate_timer.start)
-        for w in (self.temperature, self.top_p):
-            w.valueChanged.connect(self.validate_timer.start)
-        self.dtype.currentIndexChanged.connect(self.validate_timer.start)
-        self.enforce_eager.toggled.connect(self.validate_timer.start)
-        self.ignore_eos.toggled.connect(self.validate_timer.start)
-        self.adaptive.toggled.connect(self.validate_timer.start)
-        self.workloads.itemChanged.connect(self.validate_timer.start)
+        for box in self.boxes:
+            box.changed.connect(self.validate_timer.start)
         self.profile_form.changed.connect(self.validate_timer.start)
         self.methods_table.changed.connect(self.validate_timer.start)
         self.status.updated.connect(self._answered)
@@ -174,42 +123,15 @@ class ExperimentPage(QWidget):
     def rows(self):
         return self.methods_table.rows
 
-    def _browse_target(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Target model folder")
-        if folder:
-            self.target.setText(folder)
-
     def set_document(self, doc: dict) -> None:
         # The form edits a copy: keys it has no field for, and fields left alone, stay as written.
         self._source = copy.deepcopy(doc)
-        d = form_keep.defaults()
-        t = doc.get("target", {})
-        w = doc.get("workload", {})
         sweep = doc.get("sweep", {})
         stem = self.plan_path.stem if self.plan_path else "experiment"
         self.name.setText(str(doc.get("name") or stem))
-        self.target.setText(str(t.get("model", "")))
-        self.served_name.setText(str(t.get("served_name", "")))
-        self.max_model_len.setValue(int(t.get("max_model_len", d.max_model_len)))
-        self.dtype.setCurrentText(str(t.get("dtype", d.dtype)))
-        self.enforce_eager.setChecked(bool(t.get("enforce_eager", d.enforce_eager)))
+        for box in self.boxes:
+            box.show_document(doc)  # each field its key's value, or the key's default
         self.methods_table.set_entries(doc.get("methods", []))
-        names = w.get("names", d.names)
-        names = names if isinstance(names, list) else [names]
-        self.workloads.set_names(names)
-        concurrency = w.get("concurrency", d.concurrency)
-        self.concurrency.setText(", ".join(str(c) for c in (concurrency if isinstance(concurrency, list)
-                                                             else [concurrency])))
-        self.repeats.setValue(0 if w.get("repeats") == "auto" else int(w.get("repeats", d.repeats)))
-        prompts = w.get("num_prompts", d.num_prompts)
-        # {per_concurrency, min}: the spin box shows the least count; the table is kept unless changed.
-        self.num_prompts.setValue(int(prompts.get("min", 1) if isinstance(prompts, dict) else prompts))
-        self.max_tokens.setValue(int(w.get("max_tokens", d.max_tokens)))
-        self.warmup.setValue(int(w.get("warmup", d.warmup)))
-        self.temperature.setValue(float(w.get("temperature", 0.0)))
-        self.top_p.setValue(float(w.get("top_p", d.top_p)))
-        self.ignore_eos.setChecked(bool(w.get("ignore_eos", d.ignore_eos)))
-        self.adaptive.setChecked(sweep.get("mode") == "adaptive")
         self.profile_form.set_parallel(sweep.get("parallel", 1))
         self._resolved_profile = profiles.Profile()
         try:
@@ -230,29 +152,11 @@ class ExperimentPage(QWidget):
     def _fields(self, strict: bool = True) -> dict[tuple[str, ...], object]:
         """What each field shows, as the document's value at its path (None: no key). Not strict:
         a field whose text makes no value is left out (the document is then written from it)."""
-        names = self.workloads.names()
-        fields = {
-            ("target", "model"): self.target.text().strip(),
-            ("target", "served_name"): self.served_name.text().strip() or None,
-            ("target", "max_model_len"): self.max_model_len.value(),
-            ("target", "dtype"): self.dtype.currentText(),
-            ("target", "enforce_eager"): self.enforce_eager.isChecked(),
-            ("workload", "names"): names,
-            ("workload", "num_prompts"): self.num_prompts.value(),
-            ("workload", "max_tokens"): self.max_tokens.value(),
-            ("workload", "warmup"): self.warmup.value(),
-            ("workload", "repeats"): self.repeats.value() or "auto",
-            ("workload", "temperature"): round(self.temperature.value(), 4),
-            ("workload", "top_p"): round(self.top_p.value(), 4),
-            ("workload", "ignore_eos"): self.ignore_eos.isChecked(),
-            ("sweep", "mode"): "adaptive" if self.adaptive.isChecked() else None,
-            ("sweep", "parallel"): None if self.profile_form.sweep_parallel() == 1 else self.profile_form.sweep_parallel(),
-        }
-        try:
-            fields[("workload", "concurrency")] = parse_ints(self.concurrency.text(), "concurrency")
-        except plan.PlanError:
-            if strict:
-                raise
+        fields: dict[tuple[str, ...], object] = {}
+        for box in self.boxes:
+            fields |= box.values(strict)
+        parallel = self.profile_form.sweep_parallel()
+        fields[("sweep", "parallel")] = None if parallel == 1 else parallel
         return fields
 
     def _profile_table(self, strict: bool = True) -> dict | None:

@@ -6,15 +6,13 @@ no field for (`workload.request_rate`, `sweep.relaunch`, `[server]`, a what-if c
 `env`...) and every key it does show but was left alone (`num_prompts = {per_concurrency, min}`,
 a saved profile named by `profile = "NAME"`) stays exactly as it was written.
 
-What the form shows for a key the document leaves out is the loader's own default, read from
-`workbench.plan` by loading the smallest plan it accepts: the page never keeps a second copy of
-the defaults that could drift from the one the runs get."""
+What the form shows for a key the document leaves out is the key's default as the plan schema
+declares it (`workbench.plan.schema`), the one the loader gives the runs: the page keeps no copy
+of the defaults that could drift from it."""
 
 from __future__ import annotations
 
 import copy
-import functools
-from dataclasses import dataclass
 from pathlib import Path
 
 from workbench import plan
@@ -23,32 +21,6 @@ from workbench.plan.profiles import Profile
 # A path into the document, e.g. ("workload", "max_tokens").
 Path_ = tuple[str, ...]
 ABSENT = None  # a field whose value is None writes no key
-
-
-@dataclass(frozen=True)
-class Defaults:
-    max_model_len: int
-    dtype: str
-    enforce_eager: bool
-    names: list[str]
-    concurrency: list[int]
-    repeats: int
-    num_prompts: int
-    max_tokens: int
-    warmup: int
-    top_p: float
-    ignore_eos: bool
-
-
-@functools.cache
-def defaults() -> Defaults:
-    """The values the plan loader gives the keys a plan may leave out."""
-    # A Hub id is never looked up by the loader, and profile "local" reads no saved profile.
-    p = plan.loads('profile = "local"\n[target]\nmodel = "org/model"\n[workload]\ntemperature = 0.0\n',
-                   base=Path.cwd())
-    r = p.runs[0]
-    return Defaults(r.server.max_model_len, r.server.dtype, r.server.enforce_eager, [r.workload],
-                    [r.concurrency], len(p.runs), r.num_prompts, r.max_tokens, r.warmup, r.top_p, r.ignore_eos)
 
 
 def set_path(doc: dict, path: Path_, value) -> None:

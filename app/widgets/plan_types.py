@@ -8,48 +8,16 @@ options) stays the loader's to say (`workbench.plan`), through the page's prefli
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from workbench.plan import PlanError
+from workbench.plan import PlanError, kinds, schema
 
 
-@dataclass(frozen=True)
-class Kind:
-    says: str  # what the value must be, as the message says it
-    fits: Callable[[object], bool]
+def _tables() -> list[str]:
+    """The tables the form reads into its fields (those of the schema but the top level and
+    [[methods]]); in each, the keys the schema labels for the form are checked, as their kind says."""
+    return [t for t in schema.TABLES if t not in ("", "methods")]
 
 
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _list_of(fits: Callable[[object], bool]) -> Callable[[object], bool]:
-    return lambda v: fits(v) or (isinstance(v, list) and all(fits(x) for x in v))
-
-
-WHOLE = Kind("a whole number", _whole)
-NUMBER = Kind("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
-TEXT = Kind("a string", lambda v: isinstance(v, str))
-FLAG = Kind("true or false", lambda v: isinstance(v, bool))
-TABLE = Kind("a table", lambda v: isinstance(v, dict))
-WHOLES = Kind("a whole number or a list of whole numbers, e.g. [1, 4]", _list_of(_whole))
-TEXTS = Kind('a string or a list of strings, e.g. ["builtin"]', _list_of(TEXT.fits))
-REPEATS = Kind('a whole number or "auto"', lambda v: _whole(v) or v == "auto")
-PROMPTS = Kind("a whole number or {per_concurrency = K, min = M}",
-               lambda v: _whole(v) or (isinstance(v, dict) and all(_whole(x) for x in v.values())))
-
-# The tables the form reads into its fields, and the type of each key it shows.
-KEYS: dict[str, dict[str, Kind]] = {
-    "target": {"model": TEXT, "served_name": TEXT, "max_model_len": WHOLE, "dtype": TEXT, "enforce_eager": FLAG},
-    "workload": {"names": TEXTS, "concurrency": WHOLES, "repeats": REPEATS, "num_prompts": PROMPTS,
-                 "max_tokens": WHOLE, "warmup": WHOLE, "temperature": NUMBER, "top_p": NUMBER, "ignore_eos": FLAG},
-    "sweep": {},
-}
-METHOD_KEYS: dict[str, Kind] = {"method": TEXT, "n": WHOLES, "draft": TEXT, "options": TABLE, "optional": FLAG}
-
-
-def _check(value, kind: Kind, where: str) -> None:
+def _check(value, kind: kinds.Kind, where: str) -> None:
     if not kind.fits(value):
         raise PlanError(f"{where} must be {kind.says}, not {_shown(value)}")
 
@@ -69,18 +37,21 @@ def _shown(value) -> str:
 
 def check(doc: dict) -> None:
     """Raises PlanError on the first key the form shows whose value has the wrong type."""
-    _check(doc.get("name", ""), TEXT, "name")
-    for table, keys in KEYS.items():
+    for key in schema.keys(""):
+        if key.label and key.name in doc:
+            _check(doc[key.name], key.kind, key.name)
+    for table in _tables():
         if table not in doc:
             continue
-        _check(doc[table], TABLE, f"[{table}]")
-        for key, kind in keys.items():
-            if key in doc[table]:
-                _check(doc[table][key], kind, f"{table}.{key}")
+        if not isinstance(doc[table], dict):
+            raise PlanError(f"[{table}] must be a table, not {_shown(doc[table])}")
+        for key in schema.keys(table):
+            if key.label and key.name in doc[table]:
+                _check(doc[table][key.name], key.kind, f"{table}.{key.name}")
     methods = doc.get("methods", [])
     if not isinstance(methods, list) or not all(isinstance(m, dict) for m in methods):
         raise PlanError("methods must be an array of tables: [[methods]]")
     for i, entry in enumerate(methods, 1):
-        for key, kind in METHOD_KEYS.items():
-            if key in entry:
-                _check(entry[key], kind, f"methods #{i}: {key}")
+        for key in schema.keys("methods"):
+            if key.label and key.name in entry:
+                _check(entry[key.name], key.kind, f"methods #{i}: {key.name}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import tomli_w
 
 from workbench import methods, paths, plan
+from workbench.plan import schema
 from workbench.errors import DraftbenchError
 
 FIELDS = ("name", "draft", "target", "method", "n", "draft_gated", "target_gated", "publisher", "source")
@@ -109,9 +110,21 @@ def for_target(target: str, pairs: list[Pair] | None = None) -> list[Pair]:
     return [p for p in (pairs if pairs is not None else load()) if p.target.lower() == target.lower()]
 
 
+# What a published pair's plan changes from the schema's defaults: sized for the GPU its target
+# needs (a longer context, more prompts and tokens, more concurrency), or for the demo's CPU.
+GPU_SIZED: dict[str, dict[str, object]] = {
+    "target": {"max_model_len": 4096},
+    "workload": {"num_prompts": 32, "max_tokens": 256, "concurrency": [1, 8]}}
+DEMO_SIZED: dict[str, dict[str, object]] = {
+    "target": {},
+    "workload": {"num_prompts": 8, "max_tokens": 64, "concurrency": [1, 4]}}
+
+
 def plan_document(pair: Pair) -> dict:
-    """A plan (as a TOML document) that sweeps the pair's recommended N values against the baseline."""
-    target: dict = {"model": pair.target, "max_model_len": 2048 if pair.is_demo else 4096, "dtype": "auto"}
+    """A plan (as a TOML document) that sweeps the pair's recommended N values against the baseline:
+    the keys the schema marks for a new plan, at their defaults but where the pair's size says."""
+    sized = DEMO_SIZED if pair.is_demo else GPU_SIZED
+    target: dict[str, object] = {"model": pair.target, **schema.new_plan_values("target"), **sized["target"]}
     if pair.is_demo:
         # No dtype: the loader serves the demo target in whichever dtype is faster on this CPU.
         del target["dtype"]
@@ -120,9 +133,7 @@ def plan_document(pair: Pair) -> dict:
         "name": pair.name,
         "target": target,
         "methods": [{"method": pair.method, "draft": pair.draft, "n": list(pair.n)}],
-        "workload": {"names": ["builtin"], "num_prompts": 8 if pair.is_demo else 32,
-                     "max_tokens": 64 if pair.is_demo else 256, "concurrency": [1, 4] if pair.is_demo else [1, 8],
-                     "repeats": 1, "temperature": 0.0},
+        "workload": schema.new_plan_values("workload") | sized["workload"],
     }
     if pair.is_demo:
         doc["server"] = {"health_timeout_s": 300}

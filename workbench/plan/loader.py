@@ -1,5 +1,6 @@
 """Reading a plan file: the TOML validated table by table and expanded into runs (the baseline
-added automatically), every problem one line (PlanError)."""
+added automatically), every problem one line (PlanError). Each key is read through its declaration
+(`workbench.plan.schema`: type, range, default); what ties keys together is checked here."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 from workbench import methods
 from workbench.host import cpu
 from workbench.load import workloads
-from workbench.plan import acceptance, profiles
-from workbench.plan.fields import DEMO_PREFIX, PlanError, _list, _number, check_pair, resolve_model
-from workbench.plan.model import MODES, TEXT_DRAFTERS, AutoRepeats, Plan, Run, Server, parse_parallel
+from workbench.plan import acceptance, profiles, schema
+from workbench.plan.fields import DEMO_PREFIX, PlanError, check_pair, resolve_model
+from workbench.plan.model import TEXT_DRAFTERS, AutoRepeats, Plan, Run, Server
 
 
 def load(path: str | Path, available_modules: set[str] | None = None) -> Plan:
@@ -35,35 +36,32 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{Path(path).name} is not valid TOML: {exc}") from None
     base = base or Path.cwd()
-    known = {"name", "target", "methods", "workload", "server", "profile", "sweep"}
+    known = schema.top_level()
     for key in doc:
         if key not in known:
             raise PlanError(f"unknown top-level key {key!r}; expected {', '.join(sorted(known))}")
     target_t = doc.get("target")
-    if not isinstance(target_t, dict) or "model" not in target_t:
-        raise PlanError("the plan needs a [target] table with `model = ...`")
-    target = resolve_model(target_t["model"], "target.model", base)
-    served_name = str(target_t.get("served_name") or Path(target).name)
-    max_model_len = _number(target_t, "max_model_len", 2048, 64, 10_000_000, "target", integer=True)
-    dtype = str(target_t.get("dtype", "auto"))
+    if not isinstance(target_t, dict):
+        target_t = {}  # refused below as a plan without a target model
+    target = resolve_model(schema.read(target_t, "target.model"), "target.model", base)
+    served_name = schema.read(target_t, "target.served_name") or Path(target).name
+    max_model_len = schema.read(target_t, "target.max_model_len")
+    dtype = schema.read(target_t, "target.dtype")
     if "dtype" not in target_t and str(target_t["model"]).strip().startswith(DEMO_PREFIX):
         # The demo target is served in whichever of float32 and bf16 is faster on this CPU
         # (workbench.host.cpu): bf16 without bf16 instructions ran at a quarter of the speed.
         dtype = cpu.demo_dtype()
-    extra_args = tuple(_list(target_t["extra_args"], "target.extra_args", str)) if target_t.get("extra_args") else ()
+    extra_args = tuple(schema.read(target_t, "target.extra_args"))
     if any(a.startswith("--speculative-config") or a in ("-sc", "--api-key", "--host", "--port") for a in extra_args):
         raise PlanError("target.extra_args may not set the speculative config, host, port or API key: Draftbench sets those")
-    enforce_eager = bool(target_t.get("enforce_eager", False))
+    enforce_eager = schema.read(target_t, "target.enforce_eager")
 
     server_t = doc.get("server", {})
     if not isinstance(server_t, dict):
         raise PlanError("[server] must be a table")
-    env = server_t.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) for v in env.values()):
-        raise PlanError("server.env must be a table of NAME = value")
-    env = tuple(sorted((str(k), str(v)) for k, v in env.items()))
-    health_timeout = _number(server_t, "health_timeout_s", 600, 5, 7200, "server")
-    per_request = bool(server_t.get("per_request_metrics", True))
+    env = schema.read(server_t, "server.env")
+    health_timeout = schema.read(server_t, "server.health_timeout_s")
+    per_request = schema.read(server_t, "server.per_request_metrics")
 
     try:
         profile = profiles.resolve(doc.get("profile"), base)
@@ -75,31 +73,22 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     sweep_t = doc.get("sweep", {})
     if not isinstance(sweep_t, dict):
         raise PlanError("[sweep] must be a table")
-    unknown = set(sweep_t) - {"mode", "relaunch", "parallel", "baseline", "baseline_retries", "without_baseline"}
+    unknown = set(sweep_t) - set(schema.names("sweep"))
     if unknown:
-        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected mode, relaunch, parallel, baseline, "
-                        "baseline_retries or without_baseline")
-    mode = sweep_t.get("mode", "exhaustive")
-    if mode not in MODES:
-        raise PlanError(f"sweep.mode must be one of {', '.join(MODES)}, not {mode!r}")
-    relaunch = sweep_t.get("relaunch", False)
-    if not isinstance(relaunch, bool):
-        raise PlanError("sweep.relaunch must be true or false")
+        raise PlanError(f"sweep: unknown key {sorted(unknown)[0]!r}; expected {schema.said(schema.names('sweep'))}")
+    mode = schema.read(sweep_t, "sweep.mode")
+    relaunch = schema.read(sweep_t, "sweep.relaunch")
     if relaunch and profile.kind == "attach":
         raise PlanError("sweep.relaunch needs servers Draftbench starts: an attached server cannot be relaunched")
     # baseline = false leaves the baseline out: for a sweep that re-measures configurations whose
     # baseline is already stored (the real/what-if pairs), where each baseline costs a server start.
-    with_baseline = sweep_t.get("baseline", True)
-    if not isinstance(with_baseline, bool):
-        raise PlanError("sweep.baseline must be true or false")
+    with_baseline = schema.read(sweep_t, "sweep.baseline")
     if not with_baseline and mode == "adaptive":
         raise PlanError("sweep.baseline = false: an adaptive sweep predicts from the baseline, so it needs one")
     # A failed baseline is retried before any speculative run starts: without it nothing they
     # measure can be compared. Still failed after that: their runs wait ("skip") unless told to go on.
-    baseline_retries = _number(sweep_t, "baseline_retries", 1, 0, 5, "sweep", integer=True)
-    without_baseline = sweep_t.get("without_baseline", "skip")
-    if without_baseline not in ("skip", "run"):
-        raise PlanError(f'sweep.without_baseline must be "skip" or "run", not {without_baseline!r}')
+    baseline_retries = schema.read(sweep_t, "sweep.baseline_retries")
+    without_baseline = schema.read(sweep_t, "sweep.without_baseline")
     what_if = mode == "what-if"
     if what_if and profile.kind == "attach":
         raise PlanError("a what-if sweep needs servers Draftbench starts (dummy weights, imposed acceptance): "
@@ -110,66 +99,48 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                         "repeat has its own: give repeats a number")
     if relaunch and mode == "adaptive":
         raise PlanError("sweep.relaunch works with exhaustive sweeps only (an adaptive sweep counts one launch per N)")
-    try:
-        parallel = parse_parallel(sweep_t["parallel"], "sweep.parallel") if "parallel" in sweep_t else None
-    except ValueError as exc:
-        raise PlanError(str(exc)) from None
+    parallel = schema.read(sweep_t, "sweep.parallel")
     if parallel not in (None, 1) and profile.kind == "attach":
         raise PlanError("sweep.parallel: an attached server is one server, so its runs go one at a time")
 
     w = doc.get("workload", {})
     if not isinstance(w, dict):
         raise PlanError("[workload] must be a table")
-    names = _list(w.get("names", ["builtin"]), "workload.names", str)
+    names = schema.read(w, "workload.names")
     for name in names:
         try:
             workloads.check(name, base)
         except workloads.WorkloadError as exc:
             raise PlanError(f"workload: {exc}") from None
     names = [workloads.resolve(name, base) for name in names]
-    ignore_eos = w.get("ignore_eos", False)
-    if not isinstance(ignore_eos, bool):
-        raise PlanError("workload.ignore_eos must be true or false")
-    concurrency = _list(w.get("concurrency", [1]), "workload.concurrency")
-    if any(c < 1 or c > 4096 for c in concurrency):
-        raise PlanError(f"workload.concurrency values must be between 1 and 4096, not {concurrency}")
-    request_rate = w.get("request_rate")
-    if request_rate is not None:
-        request_rate = _number(w, "request_rate", None, 0.01, 100000, "workload")
+    ignore_eos = schema.read(w, "workload.ignore_eos")
+    concurrency = schema.read(w, "workload.concurrency")
+    request_rate = schema.read(w, "workload.request_rate")
     auto_repeats = None
     if w.get("repeats") == "auto":
-        defaults = AutoRepeats()
-        auto_repeats = AutoRepeats(_number(w, "repeats_target", defaults.target, 0.001, 0.5, "workload"),
-                                   _number(w, "repeats_max", defaults.maximum, 2, 100, "workload", integer=True))
+        auto_repeats = AutoRepeats(schema.read(w, "workload.repeats_target"), schema.read(w, "workload.repeats_max"))
         # Every repeat up to the maximum is a run of the plan; the sweep skips those it no longer needs.
         repeats = auto_repeats.maximum
     else:
-        if isinstance(w.get("repeats"), str):
-            raise PlanError(f'workload.repeats must be a number or "auto", not {w["repeats"]!r}')
-        for key in ("repeats_target", "repeats_max"):
-            if key in w:
-                raise PlanError(f'workload.{key} applies only with repeats = "auto"')
-        repeats = _number(w, "repeats", 1, 1, 100, "workload", integer=True)
+        if not isinstance(w.get("repeats"), str):  # a word is refused as such first
+            for key in ("repeats_target", "repeats_max"):
+                if key in w:
+                    raise PlanError(f'workload.{key} applies only with repeats = "auto"')
+        repeats = schema.read(w, "workload.repeats")
     # A number, or {per_concurrency = K, min = M}: max(M, K x concurrency) prompts at each
     # concurrency, so every level gets several waves without a c=1 run lasting minutes.
-    prompts_t = w.get("num_prompts", 16)
-    if isinstance(prompts_t, dict):
-        if set(prompts_t) - {"per_concurrency", "min"} or "per_concurrency" not in prompts_t:
-            raise PlanError("workload.num_prompts must be a number or {per_concurrency = K, min = M}")
-        per_c = _number(prompts_t, "per_concurrency", 1, 1, 10000, "workload.num_prompts", integer=True)
-        at_least = _number(prompts_t, "min", 1, 1, 100000, "workload.num_prompts", integer=True)
+    prompts = schema.read(w, "workload.num_prompts")
+    if isinstance(prompts, dict):
+        per_c, at_least = prompts["per_concurrency"], prompts["min"]
         prompts_for = lambda c: max(at_least, per_c * c)  # noqa: E731
     else:
-        num_prompts = _number(w, "num_prompts", 16, 1, 100000, "workload", integer=True)
-        prompts_for = lambda c: num_prompts  # noqa: E731
-    max_tokens = _number(w, "max_tokens", 128, 1, 1_000_000, "workload", integer=True)
+        prompts_for = lambda c: prompts  # noqa: E731
+    max_tokens = schema.read(w, "workload.max_tokens")
     if max_tokens >= max_model_len:
         raise PlanError(f"workload.max_tokens={max_tokens} leaves no room for the prompt in max_model_len={max_model_len}")
-    if "temperature" not in w:
-        raise PlanError("workload.temperature must be set: acceptance depends on it, so it is never left to a default")
-    temperature = _number(w, "temperature", 0.0, 0.0, 2.0, "workload")
-    top_p = _number(w, "top_p", 1.0, 0.0001, 1.0, "workload")
-    warmup = _number(w, "warmup", 2, 0, 1000, "workload", integer=True)
+    temperature = schema.read(w, "workload.temperature")
+    top_p = schema.read(w, "workload.top_p")
+    warmup = schema.read(w, "workload.warmup")
 
     method_list = doc.get("methods", [])
     if not isinstance(method_list, list) or not all(isinstance(m, dict) for m in method_list):
@@ -179,7 +150,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     skipped: list[str] = []
     for i, m in enumerate(method_list, 1):
         where = f"methods #{i}"
-        unknown = set(m) - {"method", "n", "draft", "options", "optional", "acceptance"}
+        unknown = set(m) - set(schema.names("methods"))
         if unknown:
             raise PlanError(f"{where}: unknown key {sorted(unknown)[0]!r}")
         if "method" not in m:
@@ -191,20 +162,18 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
         if spec.name == "baseline":
             continue
         if spec.needs_package and available_modules is not None and spec.needs_package not in available_modules:
-            if m.get("optional"):
+            if schema.read(m, "methods.optional", f"{where}.optional"):
                 skipped.append(f"{spec.name}: the vLLM environment lacks the {spec.needs_package} package")
                 continue
             raise PlanError(f"{where}: {spec.name} needs the {spec.needs_package} package in the vLLM environment")
         if "n" not in m:
             raise PlanError(f"{where}: {spec.name} needs `n` (a number or a list of numbers of speculative tokens)")
-        ns = _list(m["n"], f"{where}.n")
+        ns = schema.read(m, "methods.n", f"{where}.n")
         draft = m.get("draft")
         if draft is not None:
             draft = resolve_model(draft, f"{where}.draft", base)
             check_pair(spec.name, target, draft, where)
-        options = m.get("options", {})
-        if not isinstance(options, dict):
-            raise PlanError(f"{where}.options must be a table")
+        options = schema.read(m, "methods.options", f"{where}.options")
         curve = None
         if what_if:
             if spec.name in TEXT_DRAFTERS:
@@ -253,7 +222,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
                     runs.append(Run(replace(server, launch=rep) if relaunch else server, workload, c,
                                     request_rate, rep, prompts_for(c), max_tokens, float(temperature),
                                     float(top_p), warmup, ignore_eos))
-    name = str(doc.get("name") or Path(path).stem)
+    name = schema.read(doc, "name") or Path(path).stem
     return Plan(name, text, path, runs, float(health_timeout), skipped, mode, parallel=parallel,
                 auto_repeats=auto_repeats, baseline_retries=int(baseline_retries),
-                without_baseline=without_baseline)
+                without_baseline=without_baseline, settings=schema.settings(doc))

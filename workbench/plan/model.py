@@ -145,6 +145,10 @@ class Plan:
     # Which time the plan is run as a new experiment (`draftbench run --again`): experiments are
     # told apart by their plan's hash, so a later attempt salts it; the first keeps the plain hash.
     attempt: int = 1
+    # Every key outside [[methods]] as read through its declaration (workbench.plan.schema), by its
+    # dotted path, defaults filled in: where a key the loader has no use of its own for is read.
+    # Not part of the hash, which the runs' keys already make.
+    settings: dict[str, object] = field(default_factory=dict)
 
     @property
     def hash(self) -> str:
