@@ -72,7 +72,7 @@ def test_app_cpu_s_is_a_run_column_shown_with_the_run(tmp_path):
                              "concurrency": 1, "status": "running"}).last_pk
     store.Recorder(db).run_completed(run, {"window_s": 20.0, "app_cpu_s": 0.4, "client_cpu_s": 1.0})
     row = store.run(db, run)
-    assert row["app_cpu_s"] == 0.4
+    assert row.app_cpu_s == 0.4
     assert dict(run_summary(db, row))["app CPU"] == "0.40 s: 2.0 % of one core"
     store.close(db)
 

@@ -98,11 +98,11 @@ def test_vllm_bench_serve_result_imported_as_a_run(tmp_path):
     db = store.open_db(tmp_path / "r.sqlite")
     run_id = benchjson.import_file(db, result, method="draft_model", n=3, draft="noisy", workload="builtin")
     row = store.run(db, run_id)
-    assert row["acceptance_rate"] == pytest.approx(data["spec_decode_acceptance_rate"] / 100)
-    assert row["mal"] == pytest.approx(data["spec_decode_acceptance_length"])
-    assert json.loads(row["per_position"]) == pytest.approx(data["spec_decode_per_position_acceptance_rates"])
-    assert row["output_tok_s"] == pytest.approx(data["output_throughput"])
-    assert row["drafts"] == data["spec_decode_num_drafts"] and row["status"] == "completed"
+    assert row.acceptance_rate == pytest.approx(data["spec_decode_acceptance_rate"] / 100)
+    assert row.mal == pytest.approx(data["spec_decode_acceptance_length"])
+    assert list(row.per_position) == pytest.approx(data["spec_decode_per_position_acceptance_rates"])
+    assert row.output_tok_s == pytest.approx(data["output_throughput"])
+    assert row.drafts == data["spec_decode_num_drafts"] and row.status == "completed"
     # Importing the same file again does not duplicate it; exporting gives the same figures back.
     assert benchjson.import_file(db, result, method="draft_model", n=3) == run_id
     back = benchjson.export_run(row)

@@ -195,7 +195,7 @@ def test_a_failed_run_redone_keeps_its_failed_attempt_beside_the_redo(tmp_path, 
     db["runs"].update(failed, {"log_tail": "CUDA out of memory"})
     # The sweep run again (a resume): the failed run is registered anew and redone under its id.
     again = store.Recorder(db).register_runs(2, KEYS, lambda i: {})
-    assert again["ngram-2"] == failed and store.run(db, failed)["status"] == "pending"
+    assert again["ngram-2"] == failed and store.run(db, failed).status == "pending"
     attempts = [r for r in store.runs(db) if r.get("redone_by") == failed]
     assert len(attempts) == 1
     attempt = attempts[0]

@@ -308,13 +308,13 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
     # An attached server was started by someone else: this shell's AITER switch says nothing about it.
     assert "rocm_env" not in prov
     assert prov["vllm_version"] == launch.server_version(standin_server.base_url) == "0.32.0"
-    assert ("warning", known[0]) in run_summary(db, row)
-    shown = dict(run_summary(db, row))
+    assert ("warning", known[0]) in run_summary(db, store.run_record(row))
+    shown = dict(run_summary(db, store.run_record(row)))
     assert shown["provenance: compute partition"] == "SPX" and shown["provenance: power cap (W)"] == "550"
     # export-bench carries it along.
     from workbench.report import benchjson
 
-    assert benchjson.export_run(row)["draftbench_provenance"] == prov
+    assert benchjson.export_run(store.run_record(row))["draftbench_provenance"] == prov
 
 
 def test_compare_flags_runs_whose_provenance_differs(qtbot):

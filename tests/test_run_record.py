@@ -17,7 +17,7 @@ def _stored(tmp_path, **columns):
 
 def test_a_stored_run_reads_back_typed_with_its_curve_decoded_once(tmp_path):
     db, run_id = _stored(tmp_path, per_position=json.dumps([0.75, 0.5]), mal=2.25, output_tok_s=10.0)
-    record = store.run_record(db["runs"].get(run_id))
+    record = store.run(db, run_id)
     assert isinstance(record, store.RunRecord)
     assert record.id == run_id and record.method == "ngram" and record.n == 2 and record.mal == 2.25
     assert record.per_position == (0.75, 0.5)
@@ -52,5 +52,6 @@ def test_a_row_without_its_identity_or_with_an_unknown_status_is_refused():
 def test_as_dict_gives_the_row_as_stored(tmp_path):
     db, run_id = _stored(tmp_path, per_position=json.dumps([0.75, 0.5]), mal=2.25)
     stored = db["runs"].get(run_id)
+    assert store.run(db, run_id).as_dict() == stored
     assert store.run_record(dict(stored)).as_dict() == stored
     assert store.run_record(stored).as_dict() == stored

@@ -30,7 +30,7 @@ def test_version_1_is_migrated_without_losing_rows(tmp_path):
     db.conn.close()
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION
-    assert store.run(db, run)["mal"] == 2.5
+    assert store.run(db, run).mal == 2.5
     assert "acceptance" in db["positions"].columns_dict and db["positions"].count == 1
     assert "category" in db["requests"].columns_dict and "warnings" in db["runs"].columns_dict
 
@@ -155,6 +155,6 @@ def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path)
     store.close(old)
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION == 15
-    assert store.run(db, run)["mal"] == 2.5 and store.annotations_by_run(db) == {}
+    assert store.run(db, run).mal == 2.5 and store.annotations_by_run(db) == {}
     store.set_annotation(db, run, "a", "b")
     assert store.annotations_by_run(db) == {run: {"tags": "a", "notes": "b"}}

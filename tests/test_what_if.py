@@ -276,12 +276,12 @@ def test_a_measured_run_s_own_curve_becomes_a_what_if_plan(recorded_db, tmp_path
 def test_a_what_if_plan_from_a_demo_run_resolves_its_demo_models(demo_models, monkeypatch):
     from workbench.usecases import whatif
 
-    row = {"id": 1, "method": "draft_model", "n": 3, "status": "completed", "what_if": 0,
+    row = {"id": 1, "experiment_id": 0, "method": "draft_model", "n": 3, "status": "completed", "what_if": 0,
            "per_position": json.dumps([0.734, 0.548, 0.449]), "workload": "builtin", "concurrency": 4,
            "target": str(demo_models["smollm2-135m"]), "draft": str(demo_models["smollm2-135m-draft-noisy-copy"]),
            "options": "{}", "num_prompts": 16, "max_tokens": 128, "warmup": 2, "temperature": 0.0, "top_p": 1.0,
            "ignore_eos": 0, "profile": json.dumps({"kind": "local"})}
-    monkeypatch.setattr(whatif.store, "run", lambda _db, run_id: row if run_id == 1 else None)
+    monkeypatch.setattr(whatif.store, "run", lambda _db, run_id: store.run_record(row) if run_id == 1 else None)
     text = whatif.plan_from_run(None, 1)
     assert 'model = "demo:smollm2-135m"' in text and 'draft = "demo:smollm2-135m-draft-noisy-copy"' in text
     server = [s for s, _ in plan.loads(text).servers()][-1]

@@ -11,6 +11,7 @@ are in one experiment."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import json
 import re
@@ -239,9 +240,9 @@ def test_export_bench_says_what_if_and_imports_back_as_one(what_if_db, tmp_path,
     assert data["label"].endswith("(what-if)")
     db = store.open_db(tmp_path / "back.sqlite")
     row = store.run(db, benchjson.import_file(db, out, method="eagle3", n=3))
-    assert row["what_if"] == 1 and json.loads(row["imposed"])["source"] == "typed"
-    assert not compare.speedup_table(compare.configs([row]))
-    measured = store.run(store.open_db(what_if_db, readonly=True), 4) | {"what_if": 0, "imposed": None}
+    assert row.what_if == 1 and json.loads(row.imposed)["source"] == "typed"
+    assert not compare.speedup_table(compare.configs([row.as_dict()]))
+    measured = dataclasses.replace(store.run(store.open_db(what_if_db, readonly=True), 4), what_if=0, imposed=None)
     assert "what_if" not in benchjson.export_run(measured)
 
 

@@ -41,7 +41,7 @@ class RunFeed:
         out.update(rows)
         return out
 
-    def run_row(self) -> dict | None:
+    def run_row(self) -> store.RunRecord | None:
         db = self._database()
         return None if db is None else store.run(db, self.run_id)
 

@@ -24,6 +24,7 @@ from app.widgets.plot_state import PlotState
 from app.widgets.theme import integer_ticks
 from workbench.metrics import telemetry
 from workbench.report import palette
+from workbench.store import RunRecord
 
 TIPS = {
     "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
@@ -88,7 +89,7 @@ class LiveData:
     requests: Series        # idx, ttft ms, itl ms
     positions: list[float]  # the latest per-position acceptance
     telemetry: list[tuple]  # (t, source, ...) readings, as the feed gives them
-    row: dict | None        # the run's row as last read; None before the first read
+    row: RunRecord | None   # the run as last read; None before the first read
     gpus: bool              # the GPU panels show: the host has GPUs, or the run carries GPU readings
 
 
@@ -238,16 +239,16 @@ class LiveCharts:
                 vb.updateMatrix()
 
     @staticmethod
-    def _why_empty(row: dict | None, baseline_too: bool = False) -> str:
+    def _why_empty(row: RunRecord | None, baseline_too: bool = False) -> str:
         if row is None:
             return NO_RUN
-        if baseline_too and row.get("method") == "baseline":
+        if baseline_too and row.method == "baseline":
             return BASELINE
-        return NOTHING if row.get("status") in FINAL else WAITING
+        return NOTHING if row.status in FINAL else WAITING
 
     @staticmethod
-    def _baseline(row: dict | None) -> bool:
-        return row is not None and row.get("method") == "baseline"
+    def _baseline(row: RunRecord | None) -> bool:
+        return row is not None and row.method == "baseline"
 
     # --- each chart -----------------------------------------------------------------------------
     def _draw_positions(self, data: LiveData) -> None:
@@ -278,7 +279,7 @@ class LiveCharts:
         self.itl_scatter.setData(idx, data.requests.column(2))
         self._show("latency", data.requests.n > 0, idx, data.row, whole=True)
 
-    def _show(self, name: str, shown: bool, x: np.ndarray, row: dict | None, baseline_too: bool = False,
+    def _show(self, name: str, shown: bool, x: np.ndarray, row: RunRecord | None, baseline_too: bool = False,
               whole: bool = False) -> None:
         """The chart with its data over x, or its empty state saying why (by the run's row); x grows
         in steps while the run streams and fits the data once it is over."""
@@ -286,7 +287,7 @@ class LiveCharts:
         state.set_empty(None if shown else self._why_empty(row, baseline_too))
         if shown and len(x):
             # Requests finish out of order: their numbers are not sorted.
-            growing = not (row and row.get("status") in FINAL)
+            growing = not (row and row.status in FINAL)
             state.follow_x(float(np.min(x)), float(np.max(x)), whole, growing)
 
     def _draw_telemetry(self, data: LiveData) -> None:
@@ -337,10 +338,10 @@ class LiveCharts:
         self.faint_caption.setVisible(bool(named))
         self.stale.add("positions")
 
-    def colour(self, row: dict) -> None:
+    def colour(self, row: RunRecord) -> None:
         """The run's (method, N) colour, as in Compare, the report and the exports: set once per
         run (a new pen repaints its chart), the legend's swatches repainted with it."""
-        key = (row["method"], row["n"])
+        key = (row.method, row.n)
         if key == self._colour_key:
             return
         self._colour_key = key

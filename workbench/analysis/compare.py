@@ -338,19 +338,19 @@ def gpu_data(db: store.Database, run_ids: list[int]) -> dict[str, list[dict]]:
     out = []
     for run_id in run_ids:
         r = store.run(db, run_id)
-        if r is None or r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
+        if r is None or r.status != "completed" or not r.finished or not r.window_s:
             continue
-        t1 = r["finished"]
-        t0 = t1 - r["window_s"] - 1.0
+        t1 = r.finished
+        t0 = t1 - r.window_s - 1.0
         readings = store.gpu_means(db, run_id, t0, t1)
-        config = (f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])}"
-                  f"{' (what-if)' if is_what_if(r) else ''} · c={r['concurrency']}")
+        config = (f"{r.method}{'' if r.n is None else ' N=' + str(r.n)}"
+                  f"{' (what-if)' if r.what_if else ''} · c={r.concurrency}")
         for physical, index, power, util in readings:
             out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
-                        "power_w": power, "util_pct": util, "what_if": is_what_if(r)})
+                        "power_w": power, "util_pct": util, "what_if": bool(r.what_if)})
         if len(readings) > 1 and all(x[2] is not None for x in readings):
             out.append({"config": config, "run": run_id, "gpu": "all GPUs",
-                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": is_what_if(r)})
+                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": bool(r.what_if)})
     return {"gpus": out}
 
 

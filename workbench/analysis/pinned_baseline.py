@@ -53,7 +53,8 @@ def refusal(run_id: int, row: dict | None, include_partial: bool = False) -> str
 def read(db: store.Database, run_id: int, include_partial: bool = False) -> tuple[dict, str | None]:
     """The pinned run with what its requests add (TPOT percentiles, as every compared run has), and
     its experiment's name; PinnedBaselineError when it cannot be the baseline."""
-    row = store.run(db, run_id)
+    record = store.run(db, run_id)
+    row = None if record is None else record.as_dict()
     why = refusal(run_id, row, include_partial)
     if why:
         raise PinnedBaselineError(why)

@@ -150,9 +150,11 @@ def _latency(r: dict) -> list[tuple[str, str]]:
             ("TPOT mean/p50/p99 (ms)", three("tpot"))]
 
 
-def run_summary(db: store.Database, r: dict, pinned: tuple[dict, str | None] | None = None) -> list[tuple[str, str]]:
+def run_summary(db: store.Database, record: store.RunRecord,
+                pinned: tuple[dict, str | None] | None = None) -> list[tuple[str, str]]:
     """One run's every figure, a line each; `pinned` as run_table's."""
-    r = latency.with_requests(db, [r])[0]  # with what only its requests hold (TPOT percentiles, request MAL)
+    # With what only its requests hold (TPOT percentiles, request MAL).
+    r = latency.with_requests(db, [record.as_dict()])[0]
     siblings = store.runs_of_experiment(db, r["experiment_id"])
     cs = compare.configs(siblings)
     baselines = compare.baselines(cs)

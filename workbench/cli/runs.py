@@ -76,7 +76,7 @@ def show(args) -> int:
         if row is None:
             raise CliError(f"no run {args.run} in the database")
         if args.json:
-            print(json.dumps(row, indent=1, default=str))
+            print(json.dumps(row.as_dict(), indent=1, default=str))
             return 0
         for key, value in analysis.run_summary(db, row, pinned):
             print(f"{key:<34} {value}")
@@ -116,8 +116,8 @@ def show(args) -> int:
         print(f"\n  {LATENCY_NOTE}")
     if bound is not None:
         print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
-        for row in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
-            print(f"  {row['text']}")
+        for found in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
+            print(f"  {found['text']}")
     notes = (answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
              + (pin.differs if pin is not None else []))
     if notes:

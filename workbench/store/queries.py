@@ -10,6 +10,7 @@ import sqlite3
 import time
 
 from workbench.store.connection import Database
+from workbench.store.records import RunRecord, run_record
 
 # What the Live page draws of a run, in the order it reads it, as plain tuples: a 100,000-sample
 # history turns into one numpy array without a Python object per field.
@@ -26,9 +27,9 @@ def _has(db: Database, table: str) -> bool:
     return table in db.table_names()
 
 
-def run(db: Database, run_id: int) -> dict | None:
+def run(db: Database, run_id: int) -> RunRecord | None:
     rows = list(db["runs"].rows_where("id = ?", [run_id]))
-    return rows[0] if rows else None
+    return run_record(rows[0]) if rows else None
 
 
 def answers(db: Database, run_id: int) -> dict[tuple[int, str], tuple[str, bool | None]]:
