@@ -45,7 +45,7 @@ class RunFeed:
         db = self._database()
         return None if db is None else store.run(db, self.run_id)
 
-    def siblings(self) -> list[dict]:
+    def siblings(self) -> list[store.RunRecord]:
         """Completed runs of the same experiment, for drawing faintly behind the current one."""
         db = self._database()
         return [] if db is None else store.completed_siblings(db, self.run_id)

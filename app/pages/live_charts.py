@@ -10,7 +10,6 @@ every input of a chart is named where the page calls it.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -313,7 +312,7 @@ class LiveCharts:
         for kind in ("power", "util"):
             self._show(kind, any(k == kind for k, _ in self.telemetry_curves), span, data.row)
 
-    def show_siblings(self, rows: list[dict]) -> None:
+    def show_siblings(self, rows: list[RunRecord]) -> None:
         """The sweep's earlier completed runs (their rows), drawn faintly behind the bars and named
         in their colours under them."""
         for item in self.faint_items:
@@ -321,8 +320,8 @@ class LiveCharts:
         self.faint_items = []
         named: dict[str, str] = {}
         for row in rows:
-            values = json.loads(row["per_position"])
-            colour = palette.colour(row["method"], row["n"])
+            values = row.per_position or ()
+            colour = palette.colour(row.method, row.n)
             faint = pg.mkColor(colour)
             faint.setAlpha(45)
             item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
@@ -330,7 +329,7 @@ class LiveCharts:
             item.setZValue(-1)
             self.pos_plot.addItem(item)
             self.faint_items.append(item)
-            named.setdefault(row["method"] + ("" if row["n"] is None else f" N={row['n']}"), colour)
+            named.setdefault(f"{row.method}" + ("" if row.n is None else f" N={row.n}"), colour)
         names = [f'<span style="color:{c}">{html.escape(n)}</span>' for n, c in list(named.items())[:FAINT_NAMED]]
         more = f" and {len(named) - FAINT_NAMED} more" if len(named) > FAINT_NAMED else ""
         self.faint_caption.setText(f"Faint bars: earlier runs of this sweep ({', '.join(names)}{more})"

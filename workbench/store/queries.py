@@ -122,13 +122,13 @@ def latest_experiment(db: Database) -> int | None:
     return db.execute("SELECT max(id) FROM experiments").fetchone()[0]
 
 
-def completed_siblings(db: Database, run_id: int) -> list[dict]:
+def completed_siblings(db: Database, run_id: int) -> list[RunRecord]:
     """The other completed runs of a run's experiment that have per-position figures, in plan order."""
     cursor = db.execute("SELECT r.* FROM runs r JOIN runs me ON me.experiment_id = r.experiment_id "
                         "WHERE me.id = ? AND r.id != ? AND r.status = 'completed' AND r.per_position "
                         "IS NOT NULL ORDER BY r.seq", [run_id, run_id])
     names = [c[0] for c in cursor.description]
-    return [dict(zip(names, r)) for r in cursor.fetchall()]
+    return [run_record(dict(zip(names, r))) for r in cursor.fetchall()]
 
 
 def sampling_of_completed(db: Database, target: str) -> list[tuple]:
