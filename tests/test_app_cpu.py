@@ -90,5 +90,5 @@ def test_the_runner_stores_the_named_apps_cpu_with_each_run(tmp_path, monkeypatc
     assert r.run()["completed"] == 1
     (row,) = store.runs(r.db)
     r.db.conn.close()
-    assert row["app_cpu_s"] is not None and 0 <= row["app_cpu_s"] <= 2 * row["window_s"] + 1
-    assert row["client_cpu_s"] is not None
+    assert row.app_cpu_s is not None and 0 <= row.app_cpu_s <= 2 * row.window_s + 1
+    assert row.client_cpu_s is not None

@@ -28,11 +28,11 @@ def test_reference_study_mal_and_acceptance_rate_recovered():
 
 
 def _row(i, method, n, tok_s, mal=None, concurrency=4, per_position=None):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
+    return store.run_record({"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
             "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None, "max_tokens": 64,
             "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": mal,
             "acceptance_rate": None if mal is None else (mal - 1) / n,
-            "per_position": None if per_position is None else json.dumps(per_position)}
+            "per_position": None if per_position is None else json.dumps(per_position)})
 
 
 def test_repeats_give_mean_ci_and_noise_verdicts_computed_by_hand():

@@ -230,7 +230,7 @@ class LivePage(QWidget):
                 figures = f" — {row.error}"
             state = self.starting if self.starting and row.status == "pending" else str(row.status)
             # A what-if run's acceptance is imposed, not measured: its title says so and from where.
-            what_if = f" · <b>{html.escape(compare.marker(row.as_dict()))}</b>" if row.what_if else ""
+            what_if = f" · <b>{html.escape(compare.marker(row))}</b>" if row.what_if else ""
             self.title.setText(f"<b>Run {row.id}</b>: {row.method}{n} · {row.workload} · "
                                f"concurrency {row.concurrency} · <i>{html.escape(state)}</i>{what_if}{figures}")
             if row.status in ("completed", "partial", "failed", "cancelled") and not any(new.values()):

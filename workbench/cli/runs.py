@@ -37,12 +37,12 @@ def runs(args) -> int:
 
     rows = store.runs(db)
     if args.json:
-        print(json.dumps(rows, indent=1, default=str))
+        print(json.dumps([r.as_dict() for r in rows], indent=1, default=str))
         return 0
     cols = [("id", "{}"), ("experiment_id", "{}"), ("status", "{}"), ("method", "{}"), ("n", "{}"),
             ("workload", "{}"), ("concurrency", "{}"), ("repeat", "{}"), ("mal", "{:.2f}"),
             ("acceptance_rate", "{:.3f}"), ("output_tok_s", "{:.1f}")]
-    cells = [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]
+    cells = [[("" if getattr(row, c) is None else f.format(getattr(row, c))) for c, f in cols] for row in rows]
     header = [c for c, _ in cols]
     if any(compare.is_what_if(r) for r in rows):  # only where some run's acceptance was imposed
         header.append("what-if")
@@ -125,11 +125,11 @@ def show(args) -> int:
         for line in notes:
             print(f"  {line}")
     print_what_if(cs)
-    partial = [r for r in stored if r["status"] == "partial"]
+    partial = [r for r in stored if r.status == "partial"]
     if partial:
         what = "counted in" if args.include_partial else "left out of (--include-partial counts them)"
         print(f"\n{len(partial)} partial run(s) {what} the speedups: "
-              + "; ".join(f"run {r['id']}: {r['error']}" for r in partial))
+              + "; ".join(f"run {r.id}: {r.error}" for r in partial))
     lines = store.recommendation_summaries(db, exp)
     if lines:
         print("\nadaptive sweep (docs/recommend-n.md):")

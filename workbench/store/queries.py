@@ -64,9 +64,9 @@ def request_counts(db: Database, run_id: int) -> tuple[int, int]:
     return ok, failed
 
 
-def runs(db: Database) -> list[dict]:
+def runs(db: Database) -> list[RunRecord]:
     """Every run, oldest first, failed attempts that were redone included (History shows them)."""
-    return list(db["runs"].rows_where(order_by="id"))
+    return [run_record(row) for row in db["runs"].rows_where(order_by="id")]
 
 
 def _current(db: Database) -> str:
@@ -75,13 +75,15 @@ def _current(db: Database) -> str:
     return " AND redone_by IS NULL" if "redone_by" in db["runs"].columns_dict else ""
 
 
-def runs_of_experiment(db: Database, experiment_id: int) -> list[dict]:
+def runs_of_experiment(db: Database, experiment_id: int) -> list[RunRecord]:
     """An experiment's runs in the order they were registered."""
-    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="id"))
+    return [run_record(row) for row in
+            db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="id")]
 
 
-def runs_in_plan_order(db: Database, experiment_id: int) -> list[dict]:
-    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq"))
+def runs_in_plan_order(db: Database, experiment_id: int) -> list[RunRecord]:
+    return [run_record(row) for row in
+            db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq")]
 
 
 def provenance_of(db: Database, run_ids: list[int]) -> dict[int, dict | None]:

@@ -120,17 +120,23 @@ class RunRecord:
     transformers_version: str | None = None
     draft_sample_method: str | None = None
     redone_by: int | None = None
+    # Not columns: what the run's requests add (workbench.analysis.latency.with_requests), None as
+    # read. TPOT is stored as a mean only, its percentiles come from the requests table.
+    tpot_p50_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    request_mal: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The row as stored (per_position as JSON text, the status as its text), for the places
         that hand a run on as a mapping: JSON files, tables keyed by column."""
-        out = {name: getattr(self, name) for name in RUN_FIELDS}
+        out = {name: getattr(self, name) for name in RUN_FIELDS}  # the columns, not what was added
         out["status"] = str(self.status)
         out["per_position"] = None if self.per_position is None else json.dumps(list(self.per_position))
         return out
 
 
-RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
+DERIVED = ("tpot_p50_ms", "tpot_p99_ms", "request_mal")
+RUN_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in DERIVED)
 # Every row has these from the moment it is registered (or imported); the schema enforces none of
 # them, so a row without one is refused here rather than typed as something it is not.
 _REQUIRED = ("id", "experiment_id", "status")
