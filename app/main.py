@@ -328,10 +328,10 @@ class MainWindow(QMainWindow):
             active = store.active_sweeps(db)
         finally:
             store.close(db)
-        if active and active[0]["events_path"] and Path(active[0]["events_path"]).exists():
-            self._follow(Sweep(active[0]["pid"], Path(active[0]["events_path"]), parent=self))
+        if active and active[0].events_path and Path(active[0].events_path).exists():
+            self._follow(Sweep(active[0].pid, Path(active[0].events_path), parent=self))
             self.tabs.setCurrentWidget(self.live)
-            self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0]['pid']})")
+            self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0].pid})")
 
     def ask_close(self) -> str:
         """'stop', 'keep' or 'cancel' when a sweep is running (a separate method so tests can answer)."""

@@ -1,6 +1,7 @@
 """A stored run as a typed record: built from a row however old its file, and back to the row."""
 
 import json
+import os
 
 import pytest
 
@@ -55,3 +56,13 @@ def test_as_dict_gives_the_row_as_stored(tmp_path):
     assert store.run(db, run_id).as_dict() == stored
     assert store.run_record(dict(stored)).as_dict() == stored
     assert store.run_record(stored).as_dict() == stored
+
+
+def test_a_sweep_in_progress_reads_back_as_a_record(tmp_path):
+    db = store.open_db(tmp_path / "r.sqlite")
+    exp = store.experiment_for(db, "e", "h", "", "", {})
+    sweep_id = store.Recorder(db).sweep_started(exp, "events.jsonl", 1.0, 2, 2)
+    (found,) = store.active_sweeps(db, stale_after_s=float("inf"))
+    assert isinstance(found, store.SweepRecord) and found.id == sweep_id and found.pid == os.getpid()
+    assert (found.events_path, found.status, found.runs_pending, found.finished) == ("events.jsonl", "running", 2, None)
+    assert set(db["sweeps"].columns_dict) == set(store.records.SWEEP_FIELDS)

@@ -10,7 +10,7 @@ import sqlite3
 import time
 
 from workbench.store.connection import Database
-from workbench.store.records import RunRecord, run_record
+from workbench.store.records import RunRecord, SweepRecord, run_record, sweep_record
 
 # What the Live page draws of a run, in the order it reads it, as plain tuples: a 100,000-sample
 # history turns into one numpy array without a Python object per field.
@@ -156,16 +156,16 @@ def recommendation_summaries(db: Database, experiment_id: int) -> list[str]:
                                          [experiment_id])]
 
 
-def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[dict]:
+def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[SweepRecord]:
     """Sweeps whose runner is alive on this host (its pid exists and its heartbeat is recent)."""
     if not _has(db, "sweeps"):
         return []
     alive = []
-    for row in db["sweeps"].rows_where("finished IS NULL", order_by="id desc"):
-        if row["host"] != platform.node() or time.time() - (row["heartbeat"] or 0) > stale_after_s:
+    for row in map(sweep_record, db["sweeps"].rows_where("finished IS NULL", order_by="id desc")):
+        if row.host != platform.node() or time.time() - (row.heartbeat or 0) > stale_after_s or row.pid is None:
             continue
         try:
-            os.kill(row["pid"], 0)
+            os.kill(row.pid, 0)
         except ProcessLookupError:
             continue
         except PermissionError:

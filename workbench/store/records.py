@@ -1,5 +1,5 @@
-"""A stored run as a typed record: what the store's reads of the runs table return, so no caller
-indexes a row by a column's name or decodes its JSON itself."""
+"""Stored rows as typed records: a run (what the store's reads of the runs table return, so no
+caller indexes a row by a column's name or decodes its JSON itself) and a sweep in progress."""
 
 from __future__ import annotations
 
@@ -163,3 +163,28 @@ def run_record(row: Mapping[str, Any]) -> RunRecord:
     values["status"] = status
     values["per_position"] = _curve(row.get("per_position"))
     return RunRecord(**values)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepRecord:
+    """One row of the sweeps table: an invocation of the runner, so the app can find a sweep still in
+    progress (its pid and events file) and follow it again."""
+    id: int
+    experiment_id: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    events_path: str | None = None
+    started: float | None = None
+    heartbeat: float | None = None
+    finished: float | None = None
+    status: str | None = None
+    runs_total: int | None = None
+    runs_pending: int | None = None
+
+
+SWEEP_FIELDS = tuple(f.name for f in fields(SweepRecord))
+
+
+def sweep_record(row: Mapping[str, Any]) -> SweepRecord:
+    """The record of a sweeps-table row; keys that are not its columns are ignored."""
+    return SweepRecord(**{name: row[name] for name in SWEEP_FIELDS if name in row})
