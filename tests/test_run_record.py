@@ -66,3 +66,10 @@ def test_a_sweep_in_progress_reads_back_as_a_record(tmp_path):
     assert isinstance(found, store.SweepRecord) and found.id == sweep_id and found.pid == os.getpid()
     assert (found.events_path, found.status, found.runs_pending, found.finished) == ("events.jsonl", "running", 2, None)
     assert set(db["sweeps"].columns_dict) == set(store.records.SWEEP_FIELDS)
+
+
+def test_experiments_read_back_as_records(tmp_path):
+    db = store.open_db(tmp_path / "r.sqlite")
+    exp = store.experiment_for(db, "my sweep", "h", "", "", {})
+    (found,) = store.experiments(db).values()
+    assert found == store.ExperimentRecord(exp, "my sweep", found.created) and found.created > 0

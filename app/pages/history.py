@@ -146,7 +146,8 @@ class HistoryPage(QWidget):
         self.reading = True
         worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
 
-    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, dict], message: str) -> None:
+    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, store.ExperimentRecord],
+                message: str) -> None:
         self.reading = False
         if self._again or db_path != self.db_path:
             self._again = False
@@ -369,7 +370,7 @@ def _annotate(db_path: Path, run_id: int, tags: str, notes: str) -> None:
         store.close(db)
 
 
-def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
+def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, store.ExperimentRecord], str]:
     """The database's runs (each with its tags and notes), its experiments, and why there are none
     when it cannot be read (on a worker's thread)."""
     if not db_path.exists():

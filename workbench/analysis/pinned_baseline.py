@@ -58,7 +58,8 @@ def read(db: store.Database, run_id: int, include_partial: bool = False) -> tupl
     if why:
         raise PinnedBaselineError(why)
     assert row is not None  # refusal answers for a missing run
-    name = (store.experiments(db).get(row.experiment_id) or {}).get("name")
+    found = store.experiments(db).get(row.experiment_id)
+    name = found.name if found is not None else None
     return latency.with_requests(db, [row])[0], name
 
 

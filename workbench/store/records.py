@@ -1,5 +1,6 @@
 """Stored rows as typed records: a run (what the store's reads of the runs table return, so no
-caller indexes a row by a column's name or decodes its JSON itself) and a sweep in progress."""
+caller indexes a row by a column's name or decodes its JSON itself), an experiment as History
+groups runs under it, and a sweep in progress."""
 
 from __future__ import annotations
 
@@ -188,3 +189,12 @@ SWEEP_FIELDS = tuple(f.name for f in fields(SweepRecord))
 def sweep_record(row: Mapping[str, Any]) -> SweepRecord:
     """The record of a sweeps-table row; keys that are not its columns are ignored."""
     return SweepRecord(**{name: row[name] for name in SWEEP_FIELDS if name in row})
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentRecord:
+    """What History shows of an experiment: its id, name and when it was created (epoch seconds;
+    None for the bare parent of runs whose experiment row is missing)."""
+    id: int
+    name: str = ""
+    created: float | None = None
