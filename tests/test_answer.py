@@ -18,7 +18,8 @@ from workbench.usecases import commands
 
 
 def _row(i, method, n, tok_s, concurrency):
-    return store.run_record({"id": i, "experiment_id": 1, "status": "completed", "target": "/models/Qwen3-8B/", "method": method,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "/models/Qwen3-8B/", "method": method,
             "draft": None, "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None,
             "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s,
             "mal": None if n is None else 2.0, "acceptance_rate": None, "per_position": None})

@@ -50,7 +50,8 @@ def test_the_recorded_servers_cache_counters():
 
 
 def _row(i, method, n, tok_s, hit_rate):
-    return store.run_record({"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": "d",
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": "d",
             "n": n, "workload": "w", "concurrency": 8, "request_rate": None, "max_tokens": 64, "temperature": 0.0,
             "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": None if n is None else 2.5,
             "acceptance_rate": None, "per_position": None, "prefix_cache_hit_rate": hit_rate})

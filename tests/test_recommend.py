@@ -112,7 +112,8 @@ def test_draft_share_from_a_runs_counters():
 
 
 def _row(i, n, tok_s, mal=None, per_position=None, repeat=1, gen=None, accepted=None, drafts=None):
-    return store.run_record({"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": "ngram" if n else "baseline",
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": "ngram" if n else "baseline",
             "draft": None, "options": "{}", "n": n, "workload": "w", "concurrency": 1, "request_rate": None,
             "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": mal,
             "acceptance_rate": None, "repeat": repeat, "generation_tokens": gen, "accepted": accepted,

@@ -15,7 +15,8 @@ from workbench.analysis import compare, recommend
 
 
 def _row(i, n, tok_s, mal=None, per_position=None, what_if=False, workload="w", experiment=1):
-    return store.run_record({"id": i, "experiment_id": experiment, "status": "completed", "target": "t", "method": "eagle3" if n else "baseline",
+    return store.run_record({
+            "id": i, "experiment_id": experiment, "status": "completed", "target": "t", "method": "eagle3" if n else "baseline",
             "draft": "d" if n else None, "options": "{}", "n": n, "workload": workload, "concurrency": 1,
             "request_rate": None, "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8,
             "output_tok_s": tok_s, "mal": mal, "acceptance_rate": None, "repeat": 1, "generation_tokens": None,

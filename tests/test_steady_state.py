@@ -66,7 +66,8 @@ def test_the_runners_request_results_become_spans_on_one_clock():
 
 
 def _row(i, method, n, tok_s, steady_s, steady_tok_s, concurrency=4):
-    return store.run_record({"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
             "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None, "max_tokens": 64,
             "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": None if n is None else 2.0,
             "acceptance_rate": None, "per_position": None, "steady_s": steady_s, "steady_tok_s": steady_tok_s})
