@@ -81,11 +81,11 @@ def not_drawn(view: CompareView, charts: list[str] | tuple[str, ...], every: boo
 REPORT_SIZE = (760, 480)  # shown about 560 px wide: text stays readable
 
 
-def _runs(view: CompareView) -> list[dict]:
+def _runs(view: CompareView) -> list[store.RunRecord]:
     """The runs the report lists, a pinned baseline from another experiment among them: its command,
     versions and provenance belong beside the speedups taken against it."""
     pinned = view.pinned_row
-    if pinned is None or any(r["id"] == pinned["id"] for r in view.rows):
+    if pinned is None or any(r.id == pinned.id for r in view.rows):
         return list(view.rows)
     return [*view.rows, pinned]
 
@@ -113,7 +113,7 @@ def write_report(view: CompareView, path: Path, title: str) -> Path:
     path.write_text(report.render(report.Report(
         title=title, conditions=view.caption, answer=view.answer, crossovers=view.crossovers,
         speedups=view.speedups, why_none_pays=view.none_pays, trust=view.trust,
-        charts=figures, not_drawn=missing, runs=sorted(_runs(view), key=lambda r: r["id"]),
+        charts=figures, not_drawn=missing, runs=sorted(_runs(view), key=lambda r: r.id),
         what_if=view.data["what_if"], what_if_sentences=view.what_if_sentences,
         what_if_source=view.what_if_source, what_if_charts=what_if_figures,
         baseline_note=view.baseline_sentences)), encoding="utf-8")

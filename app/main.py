@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
         self._latest.run(lambda: results_file.latest_runs(db_path), self, lambda rows: self._latest_read(db_path, rows, from_live),
                          self._latest_failed)
 
-    def _latest_read(self, db_path: Path, rows: list[dict], from_live: bool) -> None:
+    def _latest_read(self, db_path: Path, rows: list[store.RunRecord], from_live: bool) -> None:
         self.compare.set_runs(rows, db_path)
         if from_live and rows and self.tabs.currentWidget() is self.live:
             self.tabs.setCurrentWidget(self.compare)
@@ -226,7 +226,7 @@ class MainWindow(QMainWindow):
         self.experiment.plan_path = None
         self.tabs.setCurrentWidget(self.experiment)
 
-    def compare_runs(self, rows: list[dict]) -> None:
+    def compare_runs(self, rows: list[store.RunRecord]) -> None:
         self._latest.drop()  # chosen in History: a latest experiment still being read is not shown over it
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
@@ -328,10 +328,10 @@ class MainWindow(QMainWindow):
             active = store.active_sweeps(db)
         finally:
             store.close(db)
-        if active and active[0]["events_path"] and Path(active[0]["events_path"]).exists():
-            self._follow(Sweep(active[0]["pid"], Path(active[0]["events_path"]), parent=self))
+        if active and active[0].events_path and Path(active[0].events_path).exists():
+            self._follow(Sweep(active[0].pid, Path(active[0].events_path), parent=self))
             self.tabs.setCurrentWidget(self.live)
-            self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0]['pid']})")
+            self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0].pid})")
 
     def ask_close(self) -> str:
         """'stop', 'keep' or 'cancel' when a sweep is running (a separate method so tests can answer)."""

@@ -206,7 +206,7 @@ def draftbench(install, db_path: Path, text: str, scrape_interval_s: float = run
     p = plan.loads(text, path="fidelity.toml")
     runner.Runner(p, str(db_path), install, emit=lambda e: None, scrape_interval_s=scrape_interval_s).run()
     db = store.open_db(db_path)
-    run = dict([r for r in store.runs(db) if r["status"] == "completed"][-1])
+    run = [r for r in store.runs(db) if r.status == "completed"][-1].as_dict()
     # Each answer's length, compared with vllm bench's output_lens.
     requests = list(db["requests"].rows_where("run_id = ?", [run["id"]], order_by="idx"))
     run["output_lens"] = [r["output_tokens"] for r in requests]

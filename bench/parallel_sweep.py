@@ -127,9 +127,9 @@ def sweep(p: plan.Plan, vllm, slots: list[Slot], folder: Path, label: str) -> di
     wall = time.perf_counter() - t0
     db = store.open_db(db_path, readonly=True)
     try:
-        rows = [{"method": r["method"], "n": r["n"], "concurrency": r["concurrency"], "status": r["status"],
-                 "output_tok_s": r["output_tok_s"], "mal": r["mal"], "gpus": r["gpus"], "error": r["error"],
-                 "repeat": r.get("repeat"), "output_tokens": r.get("output_tokens"), "window_s": r.get("window_s")}
+        rows = [{"method": r.method, "n": r.n, "concurrency": r.concurrency, "status": str(r.status),
+                 "output_tok_s": r.output_tok_s, "mal": r.mal, "gpus": r.gpus, "error": r.error,
+                 "repeat": r.repeat, "output_tokens": r.output_tokens, "window_s": r.window_s}
                 for r in store.runs(db)]
     finally:
         store.close(db)

@@ -28,7 +28,7 @@ DB = ROOT / "docs" / "gpu" / "what-if-h200.sqlite"
 
 
 def experiments(db) -> list[int]:
-    return sorted({r["experiment_id"] for r in store.runs(db)})
+    return sorted({r.experiment_id for r in store.runs(db)})
 
 
 def what_if_rows(db) -> list[dict]:
@@ -47,9 +47,9 @@ def not_served(db) -> list[str]:
     out = {}
     for exp in experiments(db):
         for r in store.runs_of_experiment(db, exp):
-            if r["status"] == "failed" and r.get("n"):
-                key = (Path(str(r.get("target"))).name, r["method"], r["n"])
-                out.setdefault(key, (r.get("error") or "").splitlines()[0][:200])
+            if r.status == "failed" and r.n:
+                key = (Path(str(r.target)).name, r.method, r.n)
+                out.setdefault(key, (r.error or "").splitlines()[0][:200])
     return [f"{t} {m} N={n}: {why}" for (t, m, n), why in out.items()]
 
 

@@ -113,7 +113,7 @@ def what_if_shot(app: QApplication, db: Path, stem: str) -> None:
     w = MainWindow(db)
     w.show()
     wait(app, lambda: w.isVisible() and w.opening is None, 60)
-    rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r["status"] == "completed"]
+    rows = [r for r in store.runs(store.open_db(db, readonly=True)) if r.status == "completed"]
     w.compare_runs(rows)  # as History does: the latest experiment, still being read, is not shown over them
     wait(app, lambda: not w.compare.building, 60)
     w.tabs.setCurrentWidget(w.compare)

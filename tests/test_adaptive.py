@@ -51,7 +51,7 @@ def sweep(demo_models, vllm_install, real_vllm, tmp_path_factory):
     adaptive_runs = store.runs(db)
     recommendation = next(db["recommendations"].rows)
     db.conn.close()
-    done = {r["key"] for r in adaptive_runs if r["status"] == "completed"}
+    done = {r.key for r in adaptive_runs if r.status == "completed"}
     t2 = time.monotonic()
     Runner(p.part([r for r in p.runs if r.key not in done]), str(path), vllm_install, emit=rest_events.append).run()
     print(f"\nadaptive sweep: {_launches(events)} launches in {t1 - t0:.0f} s; the skipped N: "
@@ -69,14 +69,14 @@ def test_adaptive_sweep_finds_the_exhaustive_best_n_with_fewer_launches(sweep):
     # Launches: counted from the events, and the same from the store (one server key per launch).
     launches, exhaustive_launches = _launches(events), len(sweep.plan.servers())
     runs = sweep.adaptive_runs
-    assert summary["launches"] == launches == len({r["server_key"] for r in runs})
+    assert summary["launches"] == launches == len({r.server_key for r in runs})
     assert exhaustive_launches == 6 and launches < exhaustive_launches
     assert launches + _launches(sweep.rest_events) == exhaustive_launches
-    assert all(r["status"] == "completed" for r in runs) and len({r["experiment_id"] for r in runs}) == 1
+    assert all(r.status == "completed" for r in runs) and len({r.experiment_id for r in runs}) == 1
 
     # The path it took follows its rule: probes N=5 and N=1 first, then only what a prediction asked for.
     predictions = [e for e in events if e.KIND == "prediction"]
-    measured = {r["n"] for r in runs if r["method"] == "ngram"}
+    measured = {r.n for r in runs if r.method == "ngram"}
     assert measured == {5, 1} | {n for e in predictions for n in e.next_n}
     assert not predictions[-1].next_n
 

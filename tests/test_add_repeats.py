@@ -97,8 +97,8 @@ def test_added_repeats_are_numbered_after_the_highest_stored_and_keep_the_experi
     _record(db, p, [(r, "completed") for r in added.runs])
     again = _added(db, p, 1)
     assert sorted((r.server.method, r.repeat) for r in again.runs) == [("baseline", 5), ("draft_model", 5)]
-    assert {r.key for r in again.runs}.isdisjoint(r["key"] for r in _rows(db))
-    assert {r["experiment_id"] for r in _rows(db)} == {one}
+    assert {r.key for r in again.runs}.isdisjoint(r.key for r in _rows(db))
+    assert {r.experiment_id for r in _rows(db)} == {one}
 
 
 def test_the_latest_attempt_gets_them_and_only_the_configurations_it_holds(tmp_path):
@@ -142,10 +142,10 @@ def test_add_repeats_runs_only_the_added_runs_in_the_same_experiment(tmp_path):
     first = _cli(tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
     before = _rows(db)
-    assert [(r["method"], r["repeat"], r["status"]) for r in before] == [
+    assert [(r.method, r.repeat, r.status) for r in before] == [
         ("baseline", 1, "completed"), ("baseline", 2, "completed"), ("draft_model", 1, "completed"),
         ("draft_model", 2, "completed")]
-    (experiment,) = {r["experiment_id"] for r in before}
+    (experiment,) = {r.experiment_id for r in before}
 
     dry = _cli(tmp_path, "--add-repeats", "2", "--dry-run")  # lists what would be added, stores nothing
     assert dry.returncode == 0, dry.stderr[-2000:]
@@ -161,10 +161,10 @@ def test_add_repeats_runs_only_the_added_runs_in_the_same_experiment(tmp_path):
     assert "Traceback" not in more.stderr and "add repeats: 4 run(s) added" in more.stderr
     after = _rows(db)
     assert after[:4] == before  # the stored runs are left exactly as they were
-    assert [(r["experiment_id"], r["method"], r["repeat"], r["status"]) for r in after[4:]] == [
+    assert [(r.experiment_id, r.method, r.repeat, r.status) for r in after[4:]] == [
         (experiment, "baseline", 3, "completed"), (experiment, "baseline", 4, "completed"),
         (experiment, "draft_model", 3, "completed"), (experiment, "draft_model", 4, "completed")]
-    assert [r["seq"] for r in after[4:]] == [4, 5, 6, 7] and all(r["output_tok_s"] for r in after[4:])
+    assert [r.seq for r in after[4:]] == [4, 5, 6, 7] and all(r.output_tok_s for r in after[4:])
     events = [line for line in more.stdout.splitlines() if '"event":"sweep_started"' in line.replace(" ", "")]
     assert len(events) == 1 and '"pending":4' in events[0].replace(" ", "")  # only the added runs ran
 
@@ -184,7 +184,7 @@ def test_auto_repeats_plans_are_measured_and_stay_complete(tmp_path):
     assert more.returncode == 0, more.stderr[-2000:]
     rows = _rows(db)
     # The added repeats all run: the stopping rule (at most 2 repeats) would skip the third of them.
-    assert [(r["repeat"], r["status"]) for r in rows[2:]] == [(3, "completed"), (4, "completed"), (5, "completed")]
+    assert [(r.repeat, r.status) for r in rows[2:]] == [(3, "completed"), (4, "completed"), (5, "completed")]
     done = _cli(tmp_path)
     assert done.returncode == 0 and _errors(done) and "runs of plan 'more' are complete" in _errors(done)[0]
     assert "not complete" not in more.stderr + done.stderr

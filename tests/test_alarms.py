@@ -118,7 +118,7 @@ def test_healthy_recorded_runs_raise_none():
     # The recorded demo sweep's runs with their stored scrapes: baselines, n-gram N=2 and 4, the
     # noisy-copy draft at N=1 (its N=3 runs, 48-token answers, over-count by 2.7 and 3.1 %).
     db = store.open_db(FIXTURES / "demo" / "demo-sweep.sqlite", readonly=True)
-    raised = {r["id"]: [a.kind for a in alarms.of_row(r, store.counter_samples(db, r["id"]))] for r in store.runs(db)}
+    raised = {r.id: [a.kind for a in alarms.of_row(r, store.counter_samples(db, r.id))] for r in store.runs(db)}
     assert all(raised[i] == [] for i in range(1, 9)), raised
     assert raised[9] == raised[10] == [alarms.OVERCOUNT]
     for i in (3, 6, 7):  # each half drafted enough to compare, and stayed within a third
@@ -129,7 +129,7 @@ def test_healthy_recorded_runs_raise_none():
 def test_runs_on_an_h200_whose_draft_accepts_four_percent_are_collapsed():
     # docs/gpu: a 6-layer draft that agrees with its target about 5 % of the time (MAL 1.04).
     db = store.open_db(ROOT / "docs" / "gpu" / "h200-tp1.sqlite", readonly=True)
-    kinds = {(r["method"], r["n"], r["concurrency"]): [a.kind for a in alarms.of_row(r, store.counter_samples(db, r["id"]))]
+    kinds = {(r.method, r.n, r.concurrency): [a.kind for a in alarms.of_row(r, store.counter_samples(db, r.id))]
              for r in store.runs(db)}
     assert {k: v for k, v in kinds.items() if v} == {("draft_model", n, c): [alarms.COLLAPSED]
                                                      for n in (1, 3) for c in (1, 8)}
@@ -158,16 +158,16 @@ def test_the_runner_stores_a_collapsed_drafters_alarm_and_sends_it(demo_models, 
         summary = runner.Runner(p, str(db_path), vllm_install, emit=sent.append, scrape_interval_s=0.1).run()
     assert summary["completed"] == 1
     (row,) = store.runs(store.open_db(db_path, readonly=True))
-    stored = alarms.decode(row["alarms"])
-    assert [a["kind"] for a in stored] == [alarms.COLLAPSED] and row["mal"] < alarms.COLLAPSED_MAL
+    stored = alarms.decode(row.alarms)
+    assert [a["kind"] for a in stored] == [alarms.COLLAPSED] and row.mal < alarms.COLLAPSED_MAL
     (event,) = [e for e in sent if isinstance(e, events.Alarm)]
-    assert (event.run, event.kind, event.message) == (row["id"], alarms.COLLAPSED, stored[0]["message"])
+    assert (event.run, event.kind, event.message) == (row.id, alarms.COLLAPSED, stored[0]["message"])
     # Sent before the run's RunFinished, so a follower has it when the run's figures arrive.
     finished = next(i for i, e in enumerate(sent) if isinstance(e, events.RunFinished))
     assert sent.index(event) < finished
     # Every run also has its steady state and prefix-cache columns (the stand-in's cache counters
     # stay still: nothing looked up in the window).
-    assert 0 < row["steady_s"] <= row["window_s"] and row["steady_tok_s"] > 0
-    assert row["prefix_cache_queries"] == 0 and row["prefix_cache_hit_rate"] is None
+    assert 0 < row.steady_s <= row.window_s and row.steady_tok_s > 0
+    assert row.prefix_cache_queries == 0 and row.prefix_cache_hit_rate is None
     copy = copy_db(db_path, tmp_path / "copy.sqlite")
     assert store.open_db(copy, readonly=True)  # the file stays a readable Draftbench database

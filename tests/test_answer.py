@@ -4,6 +4,7 @@ method's best configuration per target x workload x concurrency, the crossover, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 
@@ -17,10 +18,11 @@ from workbench.usecases import commands
 
 
 def _row(i, method, n, tok_s, concurrency):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "/models/Qwen3-8B/", "method": method,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "/models/Qwen3-8B/", "method": method,
             "draft": None, "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None,
             "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s,
-            "mal": None if n is None else 2.0, "acceptance_rate": None, "per_position": None}
+            "mal": None if n is None else 2.0, "acceptance_rate": None, "per_position": None})
 
 
 def test_best_configuration_per_method_against_independent_sql(recorded_db):
@@ -64,7 +66,7 @@ def test_copy_serve_command_copies_the_measured_command(qtbot, recorded_db):
     assert chosen["config"] == "ngram N=2" and chosen["fastest"]
     page.copy_button.click()
     copied = QGuiApplication.clipboard().text()
-    stored = next(r["command"] for r in rows if r["id"] == chosen["run"])
+    stored = next(r.command for r in rows if r.id == chosen["run"])
     assert copied.startswith("vllm serve ") and "--port 8000" in copied
     assert copied == stored.replace(stored.split("--port ")[1].split()[0], "8000", 1)
     config = json.loads(copied.split("--speculative-config '")[1].split("'")[0])
@@ -72,8 +74,8 @@ def test_copy_serve_command_copies_the_measured_command(qtbot, recorded_db):
 
 
 def test_a_run_without_a_stored_command_gets_one_built():
-    row = {"target": "/models/Qwen3-8B", "method": "eagle3", "n": 3, "draft": "org/eagle3-head", "options": None,
-           "command": None}
+    row = store.run_record({"id": 1, "experiment_id": 1, "status": "completed", "target": "/models/Qwen3-8B",
+                            "method": "eagle3", "n": 3, "draft": "org/eagle3-head", "options": None, "command": None})
     assert commands.serve_command(row) == (
         "vllm serve /models/Qwen3-8B --port 8000 --speculative-config "
         "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3,\"model\":\"org/eagle3-head\"}'")
@@ -83,10 +85,11 @@ def test_a_stored_run_without_its_draft_gets_a_note_not_an_error():
     """A draft_model run stored without its draft (and without a command) cannot be served again:
     its serve command says why, as a shell comment, instead of raising (which took the Compare page
     down with it)."""
-    row = {"id": 7, "target": "demo", "method": "draft_model", "n": 2, "draft": None, "options": None, "command": None}
+    row = store.run_record({"id": 7, "experiment_id": 1, "status": "completed", "target": "demo",
+                            "method": "draft_model", "n": 2, "draft": None, "options": None, "command": None})
     note = commands.serve_command(row)
     assert note.startswith("# no serve command for this run: ") and "needs a draft checkpoint" in note
-    assert commands.serve_command({**row, "draft": "org/draft"}).startswith("vllm serve demo --port 8000 ")
+    assert commands.serve_command(dataclasses.replace(row, draft="org/draft")).startswith("vllm serve demo --port 8000 ")
 
 
 @pytest.mark.parametrize("ngram, draft, note", [

@@ -72,7 +72,7 @@ def test_app_cpu_s_is_a_run_column_shown_with_the_run(tmp_path):
                              "concurrency": 1, "status": "running"}).last_pk
     store.Recorder(db).run_completed(run, {"window_s": 20.0, "app_cpu_s": 0.4, "client_cpu_s": 1.0})
     row = store.run(db, run)
-    assert row["app_cpu_s"] == 0.4
+    assert row.app_cpu_s == 0.4
     assert dict(run_summary(db, row))["app CPU"] == "0.40 s: 2.0 % of one core"
     store.close(db)
 
@@ -90,5 +90,5 @@ def test_the_runner_stores_the_named_apps_cpu_with_each_run(tmp_path, monkeypatc
     assert r.run()["completed"] == 1
     (row,) = store.runs(r.db)
     r.db.conn.close()
-    assert row["app_cpu_s"] is not None and 0 <= row["app_cpu_s"] <= 2 * row["window_s"] + 1
-    assert row["client_cpu_s"] is not None
+    assert row.app_cpu_s is not None and 0 <= row.app_cpu_s <= 2 * row.window_s + 1
+    assert row.client_cpu_s is not None

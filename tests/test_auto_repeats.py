@@ -70,17 +70,17 @@ def _sweep(db_path: Path, vllm_install, monkeypatch, factors: str | None, pace: 
     r = runner.Runner(plan.loads(PLAN), str(db_path), vllm_install, emit=lambda e: None, scrape_interval_s=0.1)
     r.run()
     r.db.conn.close()
-    return sorted(stored_runs(db_path), key=lambda row: row["repeat"])
+    return sorted(stored_runs(db_path), key=lambda row: row.repeat)
 
 
 # Two tests, not one: each sweep takes about 20 s, and apart they run on two workers at once.
 def test_a_quiet_server_stops_early(demo_models, vllm_install, tmp_path, monkeypatch):
     # Windows of about 4 s: long enough that a loaded machine's jitter stays well inside the target.
     quiet = _sweep(tmp_path / "quiet.sqlite", vllm_install, monkeypatch, None, pace=0.03)
-    done = [r for r in quiet if r["status"] == "completed"]
-    assert 2 <= len(done) < 4, [(r["repeat"], r["status"], r["output_tok_s"]) for r in quiet]
-    skipped = [r for r in quiet if r["status"] == "skipped"]
-    assert len(done) + len(skipped) == 4 and "stopped after" in skipped[0]["error"]
+    done = [r for r in quiet if r.status == "completed"]
+    assert 2 <= len(done) < 4, [(r.repeat, r.status, r.output_tok_s) for r in quiet]
+    skipped = [r for r in quiet if r.status == "skipped"]
+    assert len(done) + len(skipped) == 4 and "stopped after" in skipped[0].error
     # A resumed sweep leaves the skipped repeats alone.
     assert runner.Runner(plan.loads(PLAN), str(tmp_path / "quiet.sqlite"), vllm_install,
                          emit=lambda e: None).register(plan.loads(PLAN)) == []
@@ -91,8 +91,8 @@ def test_a_quiet_server_stops_early(demo_models, vllm_install, tmp_path, monkeyp
 def test_a_noisy_server_repeats_to_the_maximum(demo_models, vllm_install, tmp_path, monkeypatch):
     # A third of the quiet pace: the factors, not the window's length, make this one noisy.
     noisy = _sweep(tmp_path / "noisy.sqlite", vllm_install, monkeypatch, "1,3,0.4,2", pace=0.01)
-    assert [r["status"] for r in noisy] == ["completed"] * 4
-    tok_s = [r["output_tok_s"] for r in noisy]
+    assert [r.status for r in noisy] == ["completed"] * 4
+    tok_s = [r.output_tok_s for r in noisy]
     assert max(tok_s) / min(tok_s) > 2  # the factors did reach the windows
     (config,) = compare.configs(noisy)
     assert config.tok_s.n == 4 and config.tok_s.cv > NOISY_CV

@@ -61,9 +61,9 @@ def test_a_failed_baseline_is_retried_before_the_speculative_runs(demo_models, v
     assert rows["baseline c=1"]["error"] is None
     # The failed attempt is kept beside its redo (History shows both).
     db = store.open_db(tmp_path / "r.sqlite", readonly=True)
-    kept = [r for r in store.runs(db) if r.get("redone_by")]
+    kept = [r for r in store.runs(db) if r.redone_by]
     store.close(db)
-    assert [(r["method"], r["status"]) for r in kept] == [("baseline", "failed")] * 2  # c=1 and c=2
+    assert [(r.method, r.status) for r in kept] == [("baseline", "failed")] * 2  # c=1 and c=2
 
 
 def test_speculative_runs_wait_when_the_baseline_still_fails(demo_models, vllm_install, tmp_path, monkeypatch):
@@ -124,7 +124,7 @@ def test_compare_says_why_without_a_baseline_and_offers_to_run_it_again(demo_mod
     db = store.open_db(db_path, readonly=True)
     try:
         assert store.latest_experiment(db) == summary["experiment"]
-        assert {r["key"] for r in store.runs_of_experiment(db, summary["experiment"])} == {r.key for r in again.runs}
+        assert {r.key for r in store.runs_of_experiment(db, summary["experiment"])} == {r.key for r in again.runs}
     finally:
         store.close(db)
     # With a baseline there is nothing to say.

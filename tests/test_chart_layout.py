@@ -62,7 +62,7 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
     page = window.compare
     # The database's latest experiment is on Compare without going through History.
     latest = store.latest_experiment(store.open_db(db, readonly=True))
-    assert page.rows and {r["experiment_id"] for r in page.rows} == {latest}
+    assert page.rows and {r.experiment_id for r in page.rows} == {latest}
     assert page.answer_model.rowCount() > 0
     assert page.answer.horizontalScrollBar().maximum() == 0, "the answer table is wider than the window"
     offered = [page.chooser.itemData(i) for i in range(page.chooser.count())]
@@ -96,7 +96,7 @@ def test_exported_charts_are_ready_for_a_slide(qtbot, db, size, tmp_path):
         pi = w.getPlotItem()
         assert pi.titleLabel.text == chartlib.CHARTS[name][0]
         assert "(" in w.getAxis("left").labelText, "the y axis names its unit"
-        for condition in (f"vLLM {rows[0]['vllm_version']}", "temperature", "concurrency", "target", "workload"):
+        for condition in (f"vLLM {rows[0].vllm_version}", "temperature", "concurrency", "target", "workload"):
             assert condition in pi.caption.text
         image = QImage(str(path))
         assert (image.width(), image.height()) == size
@@ -133,9 +133,9 @@ def test_a_chart_without_data_is_not_drawn_and_says_why(qtbot, demo_db, tmp_path
 
 def test_one_colour_per_method_and_n_everywhere(qtbot, demo_db, tmp_path):
     rows = select(demo_db)
-    spec = [r for r in rows if r["method"] != "baseline" and r["status"] == "completed"]
-    assert {r["method"] for r in spec} == {"ngram", "draft_model"}
-    colours = {(r["method"], r["n"]): palette.colour(r["method"], r["n"]) for r in spec}
+    spec = [r for r in rows if r.method != "baseline" and r.status == "completed"]
+    assert {r.method for r in spec} == {"ngram", "draft_model"}
+    colours = {(r.method, r.n): palette.colour(r.method, r.n) for r in spec}
     assert len(set(colours.values())) == len(colours), "two configurations share a colour"
 
     from app.pages.compare_page import ComparePage
@@ -153,12 +153,12 @@ def test_one_colour_per_method_and_n_everywhere(qtbot, demo_db, tmp_path):
     live = LivePage()
     qtbot.addWidget(live)
     for r in spec:
-        colour = colours[(r["method"], r["n"])]
-        series = f"{r['method']} N={r['n']} · {r['workload']} · c={r['concurrency']}"
+        colour = colours[(r.method, r.n)]
+        series = f"{r.method} N={r.n} · {r.workload} · c={r.concurrency}"
         # Compare
         assert chartcheck.series_colour(curves[series]) == colour, series
         # Live
-        live.show_run(demo_db, r["id"])
+        live.show_run(demo_db, r.id)
         live.redraw()
         assert chartcheck.series_colour(live.charts.bars) == colour
         assert live.charts.tps_curve.opts["pen"].color().name() == colour

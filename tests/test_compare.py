@@ -28,11 +28,12 @@ def test_reference_study_mal_and_acceptance_rate_recovered():
 
 
 def _row(i, method, n, tok_s, mal=None, concurrency=4, per_position=None):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
             "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None, "max_tokens": 64,
             "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": mal,
             "acceptance_rate": None if mal is None else (mal - 1) / n,
-            "per_position": None if per_position is None else json.dumps(per_position)}
+            "per_position": None if per_position is None else json.dumps(per_position)})
 
 
 def test_repeats_give_mean_ci_and_noise_verdicts_computed_by_hand():
@@ -98,11 +99,11 @@ def test_vllm_bench_serve_result_imported_as_a_run(tmp_path):
     db = store.open_db(tmp_path / "r.sqlite")
     run_id = benchjson.import_file(db, result, method="draft_model", n=3, draft="noisy", workload="builtin")
     row = store.run(db, run_id)
-    assert row["acceptance_rate"] == pytest.approx(data["spec_decode_acceptance_rate"] / 100)
-    assert row["mal"] == pytest.approx(data["spec_decode_acceptance_length"])
-    assert json.loads(row["per_position"]) == pytest.approx(data["spec_decode_per_position_acceptance_rates"])
-    assert row["output_tok_s"] == pytest.approx(data["output_throughput"])
-    assert row["drafts"] == data["spec_decode_num_drafts"] and row["status"] == "completed"
+    assert row.acceptance_rate == pytest.approx(data["spec_decode_acceptance_rate"] / 100)
+    assert row.mal == pytest.approx(data["spec_decode_acceptance_length"])
+    assert list(row.per_position) == pytest.approx(data["spec_decode_per_position_acceptance_rates"])
+    assert row.output_tok_s == pytest.approx(data["output_throughput"])
+    assert row.drafts == data["spec_decode_num_drafts"] and row.status == "completed"
     # Importing the same file again does not duplicate it; exporting gives the same figures back.
     assert benchjson.import_file(db, result, method="draft_model", n=3) == run_id
     back = benchjson.export_run(row)

@@ -3,6 +3,7 @@ in numeric order, and a sweep of one N with its baseline in sight and its error 
 
 from __future__ import annotations
 
+import dataclasses
 import numpy as np
 import pyqtgraph as pg
 
@@ -37,8 +38,8 @@ def test_prompt_length_bins_run_in_numeric_order(qtbot):
 def test_throughput_of_one_n_shows_its_baseline_and_narrow_error_bars(qtbot):
     # The demo sweep's baseline and n-gram at N = 2 only, each measured twice (a second repeat 10 %
     # slower), so every point has a 95 % interval.
-    rows = [r for r in stored_runs(DEMO_DB) if r["method"] == "baseline" or (r["method"], r["n"]) == ("ngram", 2)]
-    rows += [{**r, "id": r["id"] + 1000, "repeat": 2, "output_tok_s": r["output_tok_s"] * 0.9} for r in rows]
+    rows = [r for r in stored_runs(DEMO_DB) if r.method == "baseline" or (r.method, r.n) == ("ngram", 2)]
+    rows += [dataclasses.replace(r, id=r.id + 1000, repeat=2, output_tok_s=r.output_tok_s * 0.9) for r in rows]
     data = compare_view.build(rows, None).data
     assert {r["n"] for r in data["throughput"]} == {2} and all(r["tok_s_ci95"] for r in data["throughput"])
     plot = chartlib.new_plot("throughput")

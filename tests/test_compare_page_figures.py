@@ -3,6 +3,7 @@ an error bar, and "All figures" lists every configuration, the best N of each me
 
 from __future__ import annotations
 
+import dataclasses
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
@@ -23,10 +24,10 @@ def test_one_repeat_draws_no_error_bar_and_all_figures_lists_every_n(qtbot, reco
     qtbot.addWidget(page)
     page.set_runs(rows, recorded_db)
     qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
-    assert {r["repeat"] for r in rows} == {1}
+    assert {r.repeat for r in rows} == {1}
     assert _error_bars(page) == []
     # Every speculative configuration is a row of All figures (not only each method's best N).
-    spec = {(r["method"], r["n"], r["concurrency"]) for r in rows if r["method"] != "baseline"}
+    spec = {(r.method, r.n, r.concurrency) for r in rows if r.method != "baseline"}
     model = page.table_model
     n_col = [key for key, _, _ in ALL_COLUMNS].index("n")
     shown = {(model.data(model.index(i, [k for k, _, _ in ALL_COLUMNS].index("method"))),
@@ -44,8 +45,8 @@ def test_repeats_draw_their_intervals(qtbot, recorded_db):
     db = store.open_db(recorded_db, readonly=True)
     rows = store.runs(db)
     store.close(db)
-    twice = rows + [{**r, "id": r["id"] + 1000, "key": r["key"] + "b", "repeat": 2,
-                     "output_tok_s": r["output_tok_s"] * 0.97} for r in rows]
+    twice = rows + [dataclasses.replace(r, id=r.id + 1000, key=r.key + "b", repeat=2,
+                     output_tok_s=r.output_tok_s * 0.97) for r in rows]
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(twice, recorded_db)

@@ -11,16 +11,18 @@ import sqlite3
 import pytest
 
 from helpers.recorded import stored_runs
+from workbench import store
 from workbench.usecases import compare_view
 
 T2 = 4.303  # Student's t, two-sided 95%, two degrees of freedom
 
 
 def _row(i, method, n, tok_s, mal=None, concurrency=4, status="completed", **extra):
-    return {"id": i, "experiment_id": 1, "status": status, "target": "org/t", "method": method, "draft": None,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": status, "target": "org/t", "method": method, "draft": None,
             "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None, "max_tokens": 64,
             "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": mal,
-            "acceptance_rate": None if mal is None else (mal - 1) / n, "per_position": None, **extra}
+            "acceptance_rate": None if mal is None else (mal - 1) / n, "per_position": None, **extra})
 
 
 STORED = "vllm serve org/t --port 41234 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":2}'"

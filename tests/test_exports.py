@@ -70,10 +70,10 @@ def test_html_report_is_self_contained(qapp, rows, tmp_path):
     assert "ngram (fastest measured: one run, no interval)" in text and "--speculative-config" in text.split("Serve it")[1].split("<h2>")[0]
     tables = [t.split("</table>")[0] for t in text.split("<table>")[1:]]
     # The answer, what its speedups cost in latency, and the runs.
-    assert len(tables) == 3 and all(rows[0]["target"] not in t for t in tables)
-    assert ">smollm2-135m<" in tables[0] and rows[0]["target"] in text.split("<h2>Details")[1]
+    assert len(tables) == 3 and all(rows[0].target not in t for t in tables)
+    assert ">smollm2-135m<" in tables[0] and rows[0].target in text.split("<h2>Details")[1]
     for r in rows:
-        assert r["command"] in text.replace("&quot;", '"').replace("&#x27;", "'")
+        assert r.command in text.replace("&quot;", '"').replace("&#x27;", "'")
     assert "vLLM 0.26.0" in text  # the version the recorded runs were measured on
 
 

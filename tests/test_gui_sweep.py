@@ -71,14 +71,14 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
     qtbot.waitUntil(lambda: second.sweep is None, timeout=120000)
 
     db = store.open_db(db_path, readonly=True)
-    runs = {r["method"]: r for r in store.runs(db)}
-    assert runs["baseline"]["status"] == "completed"
-    assert runs["ngram"]["status"] in ("cancelled", "completed")
+    runs = {r.method: r for r in store.runs(db)}
+    assert runs["baseline"].status == "completed"
+    assert runs["ngram"].status in ("cancelled", "completed")
     assert db.execute("SELECT finished FROM sweeps").fetchone()[0] is not None
     # Closing and reopening the app mid-run cost nothing: the file is sound, the finished run whole.
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert runs["baseline"]["requests_ok"] == 6 == db.execute(
-        "SELECT count(*) FROM requests WHERE run_id = ?", [runs["baseline"]["id"]]).fetchone()[0]
+    assert runs["baseline"].requests_ok == 6 == db.execute(
+        "SELECT count(*) FROM requests WHERE run_id = ?", [runs["baseline"].id]).fetchone()[0]
 
     history = second.history
     second.refresh_history()

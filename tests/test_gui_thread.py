@@ -201,7 +201,7 @@ def test_a_sweeps_end_reads_the_latest_experiment_off_the_gui_thread(qtbot, tmp_
     w.tabs.setCurrentWidget(w.live)
 
     answers_while_held(qtbot, held, w._sweep_ended, lambda: bool(w.compare.rows))
-    assert {r["experiment_id"] for r in w.compare.rows} == {latest} and w.compare.db_path == db
+    assert {r.experiment_id for r in w.compare.rows} == {latest} and w.compare.db_path == db
     assert w.tabs.currentWidget() is w.compare  # from Live to what was just run, once it is read
 
 
@@ -246,7 +246,7 @@ def test_compare_builds_its_view_off_the_gui_thread(qtbot, recorded_db, monkeypa
     answers_while_held(qtbot, held, lambda: page.set_runs(rows, recorded_db),
                        lambda: page.answer_model.rowCount() > 0)
     # The view built for these runs (each carrying what its requests add: TPOT percentiles).
-    assert not page.building and [r["id"] for r in page.view.rows] == [r["id"] for r in rows]
+    assert not page.building and [r.id for r in page.view.rows] == [r.id for r in rows]
     assert page.chooser.count() > 0
     # Ticking for partial runs builds it again, there too.
     again = Held(held.then)

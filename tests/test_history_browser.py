@@ -195,14 +195,14 @@ def test_a_failed_run_redone_keeps_its_failed_attempt_beside_the_redo(tmp_path, 
     db["runs"].update(failed, {"log_tail": "CUDA out of memory"})
     # The sweep run again (a resume): the failed run is registered anew and redone under its id.
     again = store.Recorder(db).register_runs(2, KEYS, lambda i: {})
-    assert again["ngram-2"] == failed and store.run(db, failed)["status"] == "pending"
-    attempts = [r for r in store.runs(db) if r.get("redone_by") == failed]
+    assert again["ngram-2"] == failed and store.run(db, failed).status == "pending"
+    attempts = [r for r in store.runs(db) if r.redone_by == failed]
     assert len(attempts) == 1
     attempt = attempts[0]
-    assert (attempt["status"], attempt["error"], attempt["log_tail"]) == ("failed", "server died", "CUDA out of memory")
-    assert attempt["experiment_id"] == 2 and attempt["method"] == "ngram"
+    assert (attempt.status, attempt.error, attempt.log_tail) == ("failed", "server died", "CUDA out of memory")
+    assert attempt.experiment_id == 2 and attempt.method == "ngram"
     # The experiment's own rows, which the sweep and Compare count, are what they were.
-    assert [r["id"] for r in store.runs_of_experiment(db, 2)] == [ids["second", k] for k in KEYS]
+    assert [r.id for r in store.runs_of_experiment(db, 2)] == [ids["second", k] for k in KEYS]
     assert store.status_counts(db, 2) == {"completed": 2, "pending": 1}
     store.close(db)
 
@@ -212,7 +212,7 @@ def test_a_failed_run_redone_keeps_its_failed_attempt_beside_the_redo(tmp_path, 
     qtbot.waitUntil(lambda: not page.reading and page.model.rowCount() == 7, timeout=10000)
     second = page.proxy.index(1, 0)
     shown = [page.proxy.index(j, 0, second).data() for j in range(page.proxy.rowCount(second))]
-    assert shown == [str(ids["second", "baseline"]), str(failed), str(attempt["id"]), str(ids["second", "draft_model-3"])]
+    assert shown == [str(ids["second", "baseline"]), str(failed), str(attempt.id), str(ids["second", "draft_model-3"])]
     assert page.proxy.index(2, 1, second).data() == f"failed (redone: run {failed})"
 
 

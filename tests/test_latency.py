@@ -5,6 +5,7 @@ recommended N. Read from the recorded sweeps (tests/helpers/recorded.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -31,23 +32,23 @@ def _config(view, method: str, n: int, concurrency: int) -> dict:
 def test_compare_has_latency_percentiles_and_their_ratios_to_the_baseline(demo):
     rows = stored_runs(demo)
     view = compare_view.build(rows, demo)
-    base = next(r for r in rows if r["method"] == "baseline" and r["concurrency"] == 4)
-    run = next(r for r in rows if (r["method"], r["n"], r["concurrency"]) == ("ngram", 4, 4))
+    base = next(r for r in rows if r.method == "baseline" and r.concurrency == 4)
+    run = next(r for r in rows if (r.method, r.n, r.concurrency) == ("ngram", 4, 4))
     row = _config(view, "ngram", 4, 4)
     for key in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms"):
-        assert row[key] == pytest.approx(run[key])  # one repeat: its own stored percentile
-        assert row[latency.ratio_key(key)] == pytest.approx(row[key] / base[key])
+        assert row[key] == pytest.approx(getattr(run, key))  # one repeat: its own stored percentile
+        assert row[latency.ratio_key(key)] == pytest.approx(row[key] / getattr(base, key))
     # TPOT p50 is not stored: it comes from the run's requests, (latency - TTFT) / (tokens - 1) each.
     db = store.open_db(demo, readonly=True)
     try:
-        tpots = [(lat - ttft) / (tok - 1) for _, ttft, lat, tok, _, _ in store.request_timings(db, [run["id"]])
+        tpots = [(lat - ttft) / (tok - 1) for _, ttft, lat, tok, _, _ in store.request_timings(db, [run.id])
                  if tok > 1]
     finally:
         store.close(db)
     assert len(tpots) == 8
     assert row["tpot_p50_ms"] == pytest.approx(latency.percentile(tpots, 0.5))
     # Its mean over those requests is the stored TPOT mean: the same requests, the same definition.
-    assert sum(tpots) / len(tpots) == pytest.approx(run["tpot_mean_ms"])
+    assert sum(tpots) / len(tpots) == pytest.approx(run.tpot_mean_ms)
     assert row["tpot_p50_ratio"] is not None and row["tpot_p50_ratio"] > 1  # N=4 at c=4 costs latency
 
 
@@ -92,7 +93,7 @@ def test_the_best_n_under_an_itl_p99_bound(tmp_path):
     assert by[("ngram", 8)]["n"] == 2 and "c=8 · ngram: N=2, 1.80x, ITL p99 23.9 ms (baseline 29.6 ms)" in \
         by[("ngram", 8)]["text"]
     # Were N=2 the one that stalls (its ITL p99 at 60 ms), the bound of 50 ms would pick the slower N=4.
-    stalling = [{**r, "itl_p99_ms": 60.0} if (r["method"], r["n"], r["concurrency"]) == ("ngram", 2, 8) else r
+    stalling = [dataclasses.replace(r, itl_p99_ms=60.0) if (r.method, r.n, r.concurrency) == ("ngram", 2, 8) else r
                 for r in rows]
     bound = {(r["method"], r["concurrency"]): r for r in answer.within_itl(compare.configs(stalling), 50.0)}
     assert bound[("ngram", 8)]["n"] == 4 and bound[("ngram", 8)]["unbounded_n"] == 2

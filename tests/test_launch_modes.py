@@ -49,9 +49,9 @@ def test_docker_profile_runs_end_to_end(demo_models, vllm_install, tmp_path, mon
     summary = runner.Runner(p, str(db_path), vllm_install, emit=events.append).run()
     assert summary["completed"] == 1, [e for e in events if e.KIND == "run_failed"]
     (row,) = store.runs(store.open_db(db_path, readonly=True))
-    assert row["output_tokens"] > 0 and row["output_tok_s"] > 0
-    assert row["command"].startswith(f"{STANDIN} run --rm --name draftbench-")
-    assert json.loads(row["environment"])["kind"] == "docker"
+    assert row.output_tokens > 0 and row.output_tok_s > 0
+    assert row.command.startswith(f"{STANDIN} run --rm --name draftbench-")
+    assert json.loads(row.environment)["kind"] == "docker"
     calls = [json.loads(line) for line in (state / "calls.jsonl").read_text().splitlines()]
     assert [c["call"] for c in calls] == ["run", "stop"]
     assert calls[0]["name"] == calls[1]["name"] and calls[0]["image"] == "vllm/vllm-openai-cpu:latest"
@@ -82,14 +82,14 @@ def test_attach_measures_a_server_started_by_hand(draft_server, vllm_install, tm
     assert summary["completed"] == 1
     db = store.open_db(db_path, readonly=True)
     (row,) = store.runs(db)
-    assert sanity.ATTACHED in json.loads(row["warnings"])
-    assert row["command"] == f"(attached to {draft_server.spec.base_url})"
+    assert sanity.ATTACHED in json.loads(row.warnings)
+    assert row.command == f"(attached to {draft_server.spec.base_url})"
     # Acceptance from vLLM's per-request figures (Draftbench's own requests only).
-    reqs = list(db["requests"].rows_where("run_id = ?", [row["id"]]))
-    assert row["drafts"] == sum(r["spec_drafts"] for r in reqs) > 0
-    assert row["accepted"] == sum(r["spec_accepted"] for r in reqs)
-    assert row["mal"] == 1 + row["accepted"] / row["drafts"]
-    assert len(json.loads(row["per_position"])) == 3
+    reqs = list(db["requests"].rows_where("run_id = ?", [row.id]))
+    assert row.drafts == sum(r["spec_drafts"] for r in reqs) > 0
+    assert row.accepted == sum(r["spec_accepted"] for r in reqs)
+    assert row.mal == 1 + row.accepted / row.drafts
+    assert len(row.per_position) == 3
     # Not stopped: the server still answers.
     assert draft_server.alive and httpx.get(draft_server.spec.base_url + "/health").status_code == 200
 
@@ -100,22 +100,22 @@ def test_attach_explains_a_missing_key_and_a_wrong_model(standin_server, demo_mo
     p = plan.loads(attach_plan(standin_server.base_url, "NOT_SET_KEY"))
     runner.Runner(p, str(tmp_path / "a.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "a.sqlite", readonly=True))
-    assert row["status"] == "failed" and "NOT_SET_KEY" in row["error"] and "not set" in row["error"]
+    assert row.status == "failed" and "NOT_SET_KEY" in row.error and "not set" in row.error
     p = plan.loads(attach_plan(standin_server.base_url, None))
     runner.Runner(p, str(tmp_path / "b.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "b.sqlite", readonly=True))
-    assert row["status"] == "failed" and "wants an API key" in row["error"]
+    assert row.status == "failed" and "wants an API key" in row.error
     monkeypatch.setenv("DEMO_SERVER_KEY", standin_server.api_key)
     p = plan.loads(attach_plan(standin_server.base_url, "DEMO_SERVER_KEY", served="other-model"))
     runner.Runner(p, str(tmp_path / "c.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "c.sqlite", readonly=True))
-    assert row["status"] == "failed" and "serves smollm2, not 'other-model'" in row["error"]
+    assert row.status == "failed" and "serves smollm2, not 'other-model'" in row.error
     port = launch.free_port()
     # Nothing listens there: the shortest wait the plan allows, not the 30 s an attach waits at most.
     p = plan.loads(attach_plan(f"http://127.0.0.1:{port}", None) + "[server]\nhealth_timeout_s = 5\n")
     runner.Runner(p, str(tmp_path / "d.sqlite"), vllm_install, emit=lambda e: None).run()
     (row,) = store.runs(store.open_db(tmp_path / "d.sqlite", readonly=True))
-    assert row["status"] == "failed" and f"no vLLM server answers at http://127.0.0.1:{port}" in row["error"]
+    assert row.status == "failed" and f"no vLLM server answers at http://127.0.0.1:{port}" in row.error
 
 
 def test_experiment_page_shows_the_foreign_traffic_warning(qtbot, vllm_install, standin_server):

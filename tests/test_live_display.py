@@ -23,7 +23,7 @@ BASELINE_RUN, NGRAM_RUN, OTHER_NGRAM_RUN, DRAFT_RUN = 2, 6, 5, 7
 def _pending_run(db_path) -> int:
     """A run of the sweep registered and not started: no rows yet."""
     db = store.open_db(db_path)
-    row = {k: v for k, v in store.run(db, NGRAM_RUN).items() if k != "id"}
+    row = {k: v for k, v in store.run(db, NGRAM_RUN).as_dict().items() if k != "id"}
     row.update(key="next", seq=99, status="pending", output_tok_s=None, mal=None, per_position=None)
     run = store.add_imported_run(db, row)
     store.close(db)

@@ -22,7 +22,7 @@ def test_starting_the_next_server_clears_the_last_run(live, demo_db):
     assert len(live.charts.bars.opts["height"]) == 2 and live.samples.n > 0
     # The next server's first run, registered and not started: no figures yet.
     db = store.open_db(demo_db)
-    again = {k: v for k, v in store.run(db, 5).items() if k != "id"}
+    again = {k: v for k, v in store.run(db, 5).as_dict().items() if k != "id"}
     again.update(key="next", seq=99, status="pending", output_tok_s=None, mal=None, per_position=None)
     pending = store.add_imported_run(db, again)
     store.close(db)
@@ -39,7 +39,7 @@ def test_starting_the_next_server_clears_the_last_run(live, demo_db):
 def test_a_partial_and_a_failed_run_are_flagged(live, demo_db):
     db = store.open_db(demo_db)
     row = store.run(db, 4)
-    store.Recorder(db).run_partial(4, {"requests_ok": row["requests_ok"] - 2, "requests_failed": 2},
+    store.Recorder(db).run_partial(4, {"requests_ok": row.requests_ok - 2, "requests_failed": 2},
                                    "2 of 8 requests failed; the first: HTTP 500")
     store.Recorder(db).run_failed(6, "the server exited during start (code 1)", "")
     store.close(db)

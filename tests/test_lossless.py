@@ -6,6 +6,7 @@ in the report and in `draftbench show`; the same sweep with a healthy stand-in f
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,9 +103,10 @@ def test_the_sign_test_on_answers_that_turned_wrong():
 
 
 def _row(i, method, **kw):
-    return {"id": i, "method": method, "status": "completed", "temperature": 0.0, "what_if": 0, "repeat": 1,
-            "experiment_id": 1, "target": "t", "workload": "w", "concurrency": 1, "request_rate": None,
-            "num_prompts": 4, "max_tokens": 8, "top_p": 1.0, "ignore_eos": 0, **kw}
+    return store.run_record({"id": i, "method": method, "status": "completed", "temperature": 0.0, "what_if": 0,
+                             "repeat": 1, "experiment_id": 1, "target": "t", "workload": "w", "concurrency": 1,
+                             "request_rate": None, "num_prompts": 4, "max_tokens": 8, "top_p": 1.0, "ignore_eos": 0,
+                             **kw})
 
 
 def test_each_speculative_run_is_checked_against_the_baseline_of_its_own_repeat():
@@ -124,13 +126,13 @@ def test_the_verdict_names_the_share_and_the_accuracy_drop():
     why = lossless.verdict(row)
     assert why.startswith("outputs differ from the baseline: this server's speculation is not lossless")
     assert "2/10 answers identical" in why and "6 answers right in the baseline are wrong here" in why
-    assert lossless.verdict({**row, "lossless_identical": 9, "lossless_turned_wrong": 1, "lossless_prefix": 0.9}) is None
+    assert lossless.verdict(replace(row, lossless_identical=9, lossless_turned_wrong=1, lossless_prefix=0.9)) is None
     # Few identical answers that part late (bf16 rounding) are healthy; parting early is not.
-    healthy = {**row, "lossless_identical": 2, "lossless_prefix": 0.76, "lossless_turned_wrong": 0}
+    healthy = replace(row, lossless_identical=2, lossless_prefix=0.76, lossless_turned_wrong=0)
     assert lossless.verdict(healthy) is None
-    assert "median common prefix 30%" in lossless.verdict({**healthy, "lossless_prefix": 0.3})
-    assert "1/10 answers identical" not in (lossless.verdict({**healthy, "lossless_identical": 1}) or "")
-    assert "0/10 answers identical" in lossless.verdict({**healthy, "lossless_identical": 0})
+    assert "median common prefix 30%" in lossless.verdict(replace(healthy, lossless_prefix=0.3))
+    assert "1/10 answers identical" not in (lossless.verdict(replace(healthy, lossless_identical=1)) or "")
+    assert "0/10 answers identical" in lossless.verdict(replace(healthy, lossless_identical=0))
     assert lossless.verdict(_row(1, "baseline")) is None
 
 
@@ -155,27 +157,27 @@ def sweeps(demo_models, vllm_install, tmp_path_factory):
 
 def test_a_healthy_server_answers_as_its_baseline(sweeps):
     _, healthy, _ = sweeps
-    spec = next(r for r in healthy if r["method"] == "ngram")
-    base = next(r for r in healthy if r["method"] == "baseline")
-    assert spec["lossless_baseline"] == base["id"] and spec["lossless_compared"] == 6
-    assert spec["lossless_identical"] == 6 and spec["lossless_prefix"] == 1.0
-    assert spec["graded"] == base["graded"] == 6 and spec["accuracy"] == base["accuracy"]
+    spec = next(r for r in healthy if r.method == "ngram")
+    base = next(r for r in healthy if r.method == "baseline")
+    assert spec.lossless_baseline == base.id and spec.lossless_compared == 6
+    assert spec.lossless_identical == 6 and spec.lossless_prefix == 1.0
+    assert spec.graded == base.graded == 6 and spec.accuracy == base.accuracy
     assert lossless.verdict(spec) is None
     assert answer.lossless_notes(compare.configs(healthy)) == []
 
 
 def test_a_server_whose_speculation_is_not_lossless_is_flagged(sweeps, qtbot, tmp_path, capsys):
     folder, _, broken = sweeps
-    spec = next(r for r in broken if r["method"] == "ngram")
-    assert spec["lossless_compared"] == 6 and spec["lossless_identical"] == 0
-    assert spec["mal"] and spec["mal"] > 1  # the acceptance figures look as healthy as ever
+    spec = next(r for r in broken if r.method == "ngram")
+    assert spec.lossless_compared == 6 and spec.lossless_identical == 0
+    assert spec.mal and spec.mal > 1  # the acceptance figures look as healthy as ever
     flag = "speculation is not lossless"
     # Compare and the report
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(broken, folder / "broken.sqlite")
     qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
-    assert flag in page.crossover.text() and f"run {spec['id']} (ngram N=2, c=1)" in page.crossover.text()
+    assert flag in page.crossover.text() and f"run {spec.id} (ngram N=2, c=1)" in page.crossover.text()
     report = write_report(compare_view.build(broken, folder / "broken.sqlite"), tmp_path / "r.html",
                           "lossless").read_text()
     assert flag in report.split("<h3>Before trusting these figures</h3>")[1].split("</ul>")[0]
@@ -183,17 +185,17 @@ def test_a_server_whose_speculation_is_not_lossless_is_flagged(sweeps, qtbot, tm
     assert entry.main(["show", "--db", str(folder / "broken.sqlite")]) == 0
     shown = capsys.readouterr().out
     assert "answers" in shown.splitlines()[0] and "! 0/6 identical" in shown and flag in shown
-    assert entry.main(["show", str(spec["id"]), "--db", str(folder / "broken.sqlite")]) == 0
+    assert entry.main(["show", str(spec.id), "--db", str(folder / "broken.sqlite")]) == 0
     summary = capsys.readouterr().out
     assert "0 of 6 identical to run" in summary and "LOSSLESS CHECK" in summary
 
 
 def test_a_file_from_before_answers_were_stored_opens_and_checks_nothing(demo_db, tmp_path):
     rows = stored_runs(demo_db)
-    assert all(r.get("lossless_compared") is None for r in rows)
+    assert all(r.lossless_compared is None for r in rows)
     assert answer.lossless_notes(compare.configs(rows)) == []
     db = store.open_db(demo_db, readonly=True)
     try:
-        assert store.answers(db, rows[0]["id"]) == {}
+        assert store.answers(db, rows[0].id) == {}
     finally:
         store.close(db)

@@ -1,14 +1,16 @@
 """When nothing pays, the answer says why in the terms that decide it: tokens a step against its cost."""
 
+from workbench import store
 from workbench.analysis import answer, compare
 from workbench.report.html import serve_html
 
 
-def _row(id_, method, n, tok_s, mal=None, repeat=1):
-    return {"id": id_, "experiment_id": 1, "status": "completed", "target": "/m/smollm2-135m", "method": method,
-            "n": n, "draft": None, "workload": "builtin:function_completion", "concurrency": 4, "repeat": repeat,
-            "output_tok_s": tok_s, "mal": mal, "acceptance_rate": None, "temperature": 0.0, "what_if": 0,
-            "options": "{}", "max_tokens": 64}
+def _row(id_, method, n, tok_s, mal=None, repeat=1, draft=None):
+    return store.run_record({
+        "id": id_, "experiment_id": 1, "status": "completed", "target": "/m/smollm2-135m", "method": method,
+        "n": n, "draft": draft, "workload": "builtin:function_completion", "concurrency": 4, "repeat": repeat,
+        "output_tok_s": tok_s, "mal": mal, "acceptance_rate": None, "temperature": 0.0, "what_if": 0,
+        "options": "{}", "max_tokens": 64})
 
 
 def test_nothing_pays_says_what_a_step_costs():
@@ -36,9 +38,8 @@ def test_the_compare_page_says_why_nothing_pays(qtbot):
     from app.pages.compare_page import ComparePage
 
     rows = [_row(1, "baseline", None, 82.0), _row(2, "baseline", None, 84.0, repeat=2),
-            _row(3, "draft_model", 3, 61.0, 3.16), _row(4, "draft_model", 3, 60.0, 3.16, repeat=2)]
-    for r in rows:
-        r["draft"] = "/m/draft" if r["method"] == "draft_model" else None
+            _row(3, "draft_model", 3, 61.0, 3.16, draft="/m/draft"),
+            _row(4, "draft_model", 3, 60.0, 3.16, repeat=2, draft="/m/draft")]
     page = ComparePage()
     qtbot.addWidget(page)
     page.set_runs(rows)

@@ -21,9 +21,9 @@ def with_second_repeats(recorded_db, path):
     db = store.open_db(path)
     exp = store.latest_experiment(db)
     for r in store.runs_of_experiment(db, exp):
-        if r["status"] == "completed":
-            again = {k: v for k, v in r.items() if k != "id"}
-            again.update(key=f"{r['key']}-2", repeat=2, seq=r["seq"] + 1000, output_tok_s=r["output_tok_s"] * 0.96)
+        if r.status == "completed":
+            again = {k: v for k, v in r.as_dict().items() if k != "id"}
+            again.update(key=f"{r.key}-2", repeat=2, seq=r.seq + 1000, output_tok_s=r.output_tok_s * 0.96)
             store.add_imported_run(db, again)
     rows = store.runs_of_experiment(db, exp)
     store.close(db)

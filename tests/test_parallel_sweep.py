@@ -196,8 +196,8 @@ def test_two_real_vllm_cpu_servers_run_at_once_and_store_serialrows_by_label(swe
     # finishes its run first depends on how fast each starts on a busy machine).
     starts = [i for i, k in enumerate(kinds) if k == "server_starting"]
     assert len(starts) == 2 and max(starts) < kinds.index("server_ready")
-    serial = {row["method"]: row for row in store.runs(store.open_db(sweep_db[0], readonly=True))}
-    rows = {row["method"]: row for row in store.runs(store.open_db(db_path, readonly=True))}
+    serial = {row.method: row.as_dict() for row in store.runs(store.open_db(sweep_db[0], readonly=True))}
+    rows = {row.method: row.as_dict() for row in store.runs(store.open_db(db_path, readonly=True))}
     assert sorted(json.loads(row["gpus"]) for row in rows.values()) == [[0], [1]]
     for method in ("baseline", "ngram"):
         assert _shape(rows[method]) == _shape(serial[method]), method

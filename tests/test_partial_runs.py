@@ -50,12 +50,12 @@ def test_a_window_with_failed_requests_is_stored_partial(demo_models, vllm_insta
     assert summary["completed"] == 0
     db = store.open_db(db_path, readonly=True)
     (row,) = store.runs(db)
-    assert row["status"] == "partial"
-    assert row["requests_ok"] == 4 and row["requests_failed"] == 2
-    assert row["error"].startswith("2 of 6 requests failed; the first: ")
-    assert row["output_tok_s"] > 0 and row["client_cpu_s"] > 0 and row["client_processes"] == 1
+    assert row.status == "partial"
+    assert row.requests_ok == 4 and row.requests_failed == 2
+    assert row.error.startswith("2 of 6 requests failed; the first: ")
+    assert row.output_tok_s > 0 and row.client_cpu_s > 0 and row.client_processes == 1
     assert compare.configs([row]) == []
-    assert [c.rows[0]["id"] for c in compare.configs([row], include_partial=True)] == [row["id"]]
+    assert [c.rows[0].id for c in compare.configs([row], include_partial=True)] == [row.id]
 
     def show(*extra: str) -> str:
         done = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "--db", str(db_path), *extra],
@@ -65,5 +65,5 @@ def test_a_window_with_failed_requests_is_stored_partial(demo_models, vllm_insta
 
     assert "1 partial run(s) left out of (--include-partial counts them) the speedups" in show()
     assert "1 partial run(s) counted in the speedups" in show("--include-partial")
-    one = show(str(row["id"]))
+    one = show(str(row.id))
     assert "partial: 2 of 6 requests failed" in one and "load generator CPU" in one

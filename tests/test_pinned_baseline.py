@@ -65,10 +65,10 @@ def results(tmp_path):
     return path, tuned, ids
 
 
-def _stored(path, exp: int) -> tuple[list[dict], dict[int, dict]]:
+def _stored(path, exp: int) -> tuple[list[store.RunRecord], dict[int, store.RunRecord]]:
     db = store.open_db(path, readonly=True)
     try:
-        return store.runs_of_experiment(db, exp), {r["id"]: r for r in store.runs(db)}
+        return store.runs_of_experiment(db, exp), {r.id: r for r in store.runs(db)}
     finally:
         store.close(db)
 
@@ -82,28 +82,28 @@ def test_speedups_and_latency_ratios_are_against_the_pinned_run(results):
     rows, every = _stored(path, tuned)
     pin, own = every[ids["pin"]], every[ids["base-1"]]
     spec = [every[ids["ngram-1a"]], every[ids["ngram-1b"]]]
-    mean = sum(r["output_tok_s"] for r in spec) / 2
+    mean = sum(r.output_tok_s for r in spec) / 2
 
     unpinned = compare_view.build(rows, path)
-    assert _at(unpinned, 1)["speedup"] == pytest.approx(mean / own["output_tok_s"])  # 1.55, its own baseline's
+    assert _at(unpinned, 1)["speedup"] == pytest.approx(mean / own.output_tok_s)  # 1.55, its own baseline's
     view = compare_view.build(rows, path, pinned=ids["pin"])
     at1 = _at(view, 1)
-    assert at1["speedup"] == pytest.approx(mean / pin["output_tok_s"])  # 62 / 50 = 1.24
-    assert at1["baseline_tok_s"] == pytest.approx(pin["output_tok_s"])
+    assert at1["speedup"] == pytest.approx(mean / pin.output_tok_s)  # 62 / 50 = 1.24
+    assert at1["baseline_tok_s"] == pytest.approx(pin.output_tok_s)
     for key in LATENCY:
-        mine = sum(r[key] for r in spec) / 2
-        assert at1[key.removesuffix("_ms") + "_ratio"] == pytest.approx(mine / pin[key])
+        mine = sum(getattr(r, key) for r in spec) / 2
+        assert at1[key.removesuffix("_ms") + "_ratio"] == pytest.approx(mine / getattr(pin, key))
     [answer] = [r for r in view.answer if r["concurrency"] == 1]
-    assert answer["speedup"] == pytest.approx(mean / pin["output_tok_s"])
+    assert answer["speedup"] == pytest.approx(mean / pin.output_tok_s)
     # The pin has no run at c=4: no number there, and one sentence that says why.
     assert _at(unpinned, 4)["speedup"] == pytest.approx(150.0 / 120.0)
     assert _at(view, 4)["speedup"] is None and _at(view, 4)["itl_p99_ratio"] is None
     assert [r["concurrency"] for r in view.answer] == [1]
     assert view.pinned_missing == "The pinned baseline ran at c=1 only, so nothing at c=4 has a speedup here."
     assert view.pinned_note == (f"Speedups and latency ratios are against the pinned baseline, run {ids['pin']} "
-                                f"(Qwen3-8B on gsm8k at c=1, 50.0 tok/s), from experiment {pin['experiment_id']} "
+                                f"(Qwen3-8B on gsm8k at c=1, 50.0 tok/s), from experiment {pin.experiment_id} "
                                 "“reference”, another experiment than the runs compared.")
-    assert view.pinned_row["id"] == ids["pin"] and view.no_baseline == ""
+    assert view.pinned_row.id == ids["pin"] and view.no_baseline == ""
     assert unpinned.pinned_note == unpinned.pinned_missing == "" and unpinned.pinned_row is None
 
 
@@ -111,7 +111,7 @@ def test_a_pin_on_another_workload_is_used_and_said(results):
     path, tuned, ids = results
     rows, every = _stored(path, tuned)
     view = compare_view.build(rows, path, pinned=ids["other-workload"])
-    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["other-workload"]]["output_tok_s"])
+    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["other-workload"]].output_tok_s)
     assert (f"the pinned baseline, run {ids['other-workload']}, differs from the runs compared with it in "
             "workload (builtin against gsm8k)") in view.trust
 
@@ -135,7 +135,7 @@ def test_a_partial_pin_counts_when_partial_runs_do(results):
     path, tuned, ids = results
     rows, every = _stored(path, tuned)
     view = compare_view.build(rows, path, include_partial=True, pinned=ids["partial"])
-    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["partial"]]["output_tok_s"])
+    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["partial"]].output_tok_s)
 
 
 def _show(capsys, *argv) -> tuple[int, str, str]:
@@ -259,7 +259,7 @@ def test_compare_follows_the_pin_set_in_history_and_goes_back_when_cleared(pages
     assert _speedups(compare) == pytest.approx({1: 62.0 / 40.0, 4: 150.0 / 120.0})
 
     _pin_in_history(qtbot, history, compare, ids["pin"])
-    assert compare.view.pinned_row["id"] == ids["pin"]
+    assert compare.view.pinned_row.id == ids["pin"]
     assert _speedups(compare)[1] == pytest.approx(62.0 / 50.0) and _speedups(compare)[4] is None
     assert note.isVisibleTo(compare) and not note.button.isVisibleTo(compare)
     assert note.label.text().startswith(f"Speedups and latency ratios are against the pinned baseline, run {ids['pin']}")
@@ -289,10 +289,10 @@ def test_the_main_window_redraws_compare_when_history_pins(qtbot, results, vllm_
     # The latest experiment ("tuned") is on Compare once the file is checked and its view built.
     qtbot.waitUntil(lambda: window.opening is None and bool(window.compare.rows) and not window.compare.building
                     and not window.history.reading and window.history.model.rowCount() == 10, timeout=20000)
-    assert {r["experiment_id"] for r in window.compare.rows} == {tuned}
+    assert {r.experiment_id for r in window.compare.rows} == {tuned}
     try:
         _pin_in_history(qtbot, window.history, window.compare, ids["pin"])
-        assert window.compare.view.pinned_row["id"] == ids["pin"]
+        assert window.compare.view.pinned_row.id == ids["pin"]
         assert _speedups(window.compare)[1] == pytest.approx(62.0 / 50.0)
     finally:
         history_views.pin_baseline(path, None)

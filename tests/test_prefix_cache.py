@@ -50,10 +50,11 @@ def test_the_recorded_servers_cache_counters():
 
 
 def _row(i, method, n, tok_s, hit_rate):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": "d",
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": "d",
             "n": n, "workload": "w", "concurrency": 8, "request_rate": None, "max_tokens": 64, "temperature": 0.0,
             "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": None if n is None else 2.5,
-            "acceptance_rate": None, "per_position": None, "prefix_cache_hit_rate": hit_rate}
+            "acceptance_rate": None, "per_position": None, "prefix_cache_hit_rate": hit_rate})
 
 
 def test_a_speedup_over_a_baseline_with_another_hit_rate_is_warned():
@@ -85,7 +86,7 @@ def test_a_colder_baseline_is_warned_about_too_and_unknown_rates_are_not():
     assert warning.startswith("ngram N=3: prefix-cache hit rate 95%, the baseline's 50%: the baseline recomputed")
     assert "`disable_eagle_block_drop`" in warning
     # Rows stored before the hit rate was recorded: nothing to warn about.
-    old = [{k: v for k, v in r.items() if k != "prefix_cache_hit_rate"} for r in
+    old = [store.run_record({k: v for k, v in r.as_dict().items() if k != "prefix_cache_hit_rate"}) for r in
            (_row(1, "baseline", None, 100.0, None), _row(2, "ngram", 3, 130.0, None))]
     assert answer.cache_warnings(compare.configs(old)) == []
     assert prefix_cache.warning("x", 0.5, None) is None

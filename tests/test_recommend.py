@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from helpers.recorded import ROOT
+from workbench import store
 from workbench.analysis import compare, recommend
 from workbench.analysis.recommend import Point, Survival
 
@@ -102,16 +103,21 @@ def test_parallel_drafters_and_bad_inputs():
 
 def test_draft_share_from_a_runs_counters():
     # 100 output tokens over 4 requests with 30 accepted: 66 decode steps, 33 of them drafted.
-    assert recommend.draft_share({"generation_tokens": 100, "accepted": 30, "requests_ok": 4, "drafts": 33}) == 0.5
-    assert recommend.draft_share({"generation_tokens": None, "accepted": 1, "requests_ok": 1, "drafts": 1}) == 1.0
+    assert recommend.draft_share(store.run_record({"id": 1, "experiment_id": 1, "status": "completed",
+                                                   "generation_tokens": 100, "accepted": 30, "requests_ok": 4,
+                                                   "drafts": 33})) == 0.5
+    assert recommend.draft_share(store.run_record({"id": 1, "experiment_id": 1, "status": "completed",
+                                                   "generation_tokens": None, "accepted": 1, "requests_ok": 1,
+                                                   "drafts": 1})) == 1.0
 
 
 def _row(i, n, tok_s, mal=None, per_position=None, repeat=1, gen=None, accepted=None, drafts=None):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": "ngram" if n else "baseline",
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": "ngram" if n else "baseline",
             "draft": None, "options": "{}", "n": n, "workload": "w", "concurrency": 1, "request_rate": None,
             "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": mal,
             "acceptance_rate": None, "repeat": repeat, "generation_tokens": gen, "accepted": accepted,
-            "requests_ok": 8, "drafts": drafts, "per_position": None if per_position is None else json.dumps(per_position)}
+            "requests_ok": 8, "drafts": drafts, "per_position": None if per_position is None else json.dumps(per_position)})
 
 
 def test_stored_runs_give_the_same_answer_as_the_model_by_hand():

@@ -5,21 +5,24 @@ run (its acceptance curve) is enough for a recommendation. Recorded-style rows, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from workbench import store
 from workbench.analysis import compare, recommend
 
 
 def _row(i, n, tok_s, mal=None, per_position=None, what_if=False, workload="w", experiment=1):
-    return {"id": i, "experiment_id": experiment, "status": "completed", "target": "t", "method": "eagle3" if n else "baseline",
+    return store.run_record({
+            "id": i, "experiment_id": experiment, "status": "completed", "target": "t", "method": "eagle3" if n else "baseline",
             "draft": "d" if n else None, "options": "{}", "n": n, "workload": workload, "concurrency": 1,
             "request_rate": None, "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "num_prompts": 8,
             "output_tok_s": tok_s, "mal": mal, "acceptance_rate": None, "repeat": 1, "generation_tokens": None,
             "accepted": None, "requests_ok": 8, "drafts": None,
             "per_position": None if per_position is None else json.dumps(per_position),
-            "what_if": int(what_if), "imposed": json.dumps({"source": "typed", "rates": per_position}) if what_if else None}
+            "what_if": int(what_if), "imposed": json.dumps({"source": "typed", "rates": per_position}) if what_if else None})
 
 
 PP = [0.8, 0.6, 0.45, 0.34]
@@ -59,8 +62,8 @@ def test_one_measured_run_and_two_what_if_costs_make_a_recommendation():
 
 
 def test_what_if_costs_of_another_draft_or_concurrency_are_not_used():
-    other = [dict(r, draft="other") if r["n"] else r for r in WHAT_IF]
-    busier = [dict(r, concurrency=16) for r in WHAT_IF]
+    other = [dataclasses.replace(r, draft="other") if r.n else r for r in WHAT_IF]
+    busier = [dataclasses.replace(r, concurrency=16) for r in WHAT_IF]
     for rows in (other, busier):
         rec = _rec(MEASURED + rows)
         assert all(p.cost_source == "fitted" for p in rec.curve)

@@ -224,7 +224,7 @@ def test_remote_sweep_streams_live_survives_a_cut_and_ends_identical(sshd, demo_
     assert per_position == pulled.execute(
         "SELECT position, sum(accepted), sum(drafts) FROM positions GROUP BY position").fetchall()
     assert sum(row[2] for row in per_position) > 0, "the ngram run has per-position counters"
-    assert [r["status"] for r in store.runs(pulled)] == ["completed", "completed"]
+    assert [r.status for r in store.runs(pulled)] == ["completed", "completed"]
     # What was here before is untouched.
     assert [r for r in here["runs"].rows_where("id = ?", [before[0]["id"]])] == before
 
@@ -419,4 +419,4 @@ def test_app_runs_on_the_remote_host_live_and_stops_it_there(qtbot, sshd, tmp_pa
     for table in ("runs", "sweeps", "samples", "positions", "requests"):
         assert here.execute(f"SELECT count(*) FROM {table}").fetchone() == \
             there.execute(f"SELECT count(*) FROM {table}").fetchone(), table
-    assert [r["status"] for r in store.runs(here)] == [r["status"] for r in store.runs(there)]
+    assert [r.status for r in store.runs(here)] == [r.status for r in store.runs(there)]

@@ -67,7 +67,7 @@ class Host:
     def runs(self) -> list[tuple[int, str, int, str]]:
         db = store.open_db(self.data / "results.sqlite", readonly=True)
         try:
-            return [(r["experiment_id"], r["method"], r["repeat"], r["status"]) for r in store.runs(db)]
+            return [(r.experiment_id, r.method, r.repeat, r.status) for r in store.runs(db)]
         finally:
             store.close(db)
 
@@ -107,7 +107,7 @@ def test_again_and_add_repeats_run_on_the_host(sshd, tmp_path):
     assert more.returncode == 0, more.stderr[-2000:]
     assert there.runs() == [*runs, (one, "baseline", 2, "completed"), (one, "draft_model", 2, "completed")]
     local = store.open_db(there.local, readonly=True)
-    assert sorted((r["method"], r["repeat"]) for r in store.runs(local)) == [
+    assert sorted((r.method, r.repeat) for r in store.runs(local)) == [
         ("baseline", 1), ("baseline", 2), ("draft_model", 1), ("draft_model", 2)]  # mirrored here
     store.close(local)
 

@@ -300,8 +300,8 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
     db = store.open_db(db_path, readonly=True)
     (row,) = store.runs(db)
     # ... and stored with the run.
-    assert known[0] in json.loads(row["warnings"])
-    prov = store.provenance_of(db, [row["id"]])[row["id"]]
+    assert known[0] in json.loads(row.warnings)
+    prov = store.provenance_of(db, [row.id])[row.id]
     assert prov["kind"] == "attach" and prov["platform"] == "rocm"
     assert prov["gpu_model"] == "MI300A" and prov["compute_partition"] == "SPX" and prov["memory_partition"] == "NPS1"
     assert prov["power_cap_w"] == "550" and prov["interconnect"] == "PCIE"
@@ -323,9 +323,8 @@ def test_compare_flags_runs_whose_provenance_differs(qtbot):
 
     base = {"kind": "docker", "image": "vllm/vllm-openai-rocm:v0.27.1", "memory_partition": "NPS1",
             "attention_backend": "ROCM_ATTN"}
-    rows = [{"id": 1, "provenance": json.dumps(base)},
-            {"id": 2, "provenance": json.dumps({**base, "memory_partition": "NPS4"})},
-            {"id": 3, "provenance": None}]
+    rows = [store.run_record({"id": i, "experiment_id": 1, "status": "completed", "provenance": text})
+            for i, text in ((1, json.dumps(base)), (2, json.dumps({**base, "memory_partition": "NPS4"})), (3, None))]
     note = ProvenanceNote()
     qtbot.addWidget(note)
     note.show_for(rows)

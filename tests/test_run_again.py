@@ -32,7 +32,7 @@ def _experiments(db: Path) -> dict[int, list[str]]:
     try:
         out: dict[int, list[str]] = {}
         for r in store.runs(conn):
-            out.setdefault(r["experiment_id"], []).append(r["status"])
+            out.setdefault(r.experiment_id, []).append(r.status)
         return out
     finally:
         store.close(conn)

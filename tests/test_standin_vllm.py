@@ -125,22 +125,22 @@ def test_the_runner_measures_the_standin_through_attach(standin_server, demo_mod
     assert summary["completed"] == 1
     db = store.open_db(db_path, readonly=True)
     (row,) = store.runs(db)
-    reqs = list(db["requests"].rows_where("run_id = ?", [row["id"]], order_by="idx"))
+    reqs = list(db["requests"].rows_where("run_id = ?", [row.id], order_by="idx"))
     # The six measured prompts were answered with their own recordings, and the row adds them up.
-    sent = workloads.sample(workloads.load("builtin"), 6, seed=row["repeat"])
+    sent = workloads.sample(workloads.load("builtin"), 6, seed=row.repeat)
     chunks = [final_chunk(standin_server.recording.streams[(q.text, 32)]) for q in sent]
     assert [r["output_tokens"] for r in reqs] == [c["usage"]["completion_tokens"] for c in chunks]
-    assert row["output_tokens"] == sum(r["output_tokens"] for r in reqs) > 0
-    assert row["drafts"] == sum(_spec(c)["num_spec_steps"] for c in chunks) == sum(r["spec_drafts"] for r in reqs)
-    assert row["accepted"] == sum(r["spec_accepted"] for r in reqs)
-    assert row["mal"] == pytest.approx(1 + row["accepted"] / row["drafts"])
+    assert row.output_tokens == sum(r["output_tokens"] for r in reqs) > 0
+    assert row.drafts == sum(_spec(c)["num_spec_steps"] for c in chunks) == sum(r["spec_drafts"] for r in reqs)
+    assert row.accepted == sum(r["spec_accepted"] for r in reqs)
+    assert row.mal == pytest.approx(1 + row.accepted / row.drafts)
     survival = [0.0] * 3
     for r in reqs:
         for i, s in enumerate(compare.survival_from_histogram(json.loads(r["spec_histogram"]))):
             survival[i] += s * r["spec_drafts"]
-    assert json.loads(row["per_position"]) == pytest.approx([s / row["drafts"] for s in survival])
-    assert db.execute("SELECT count(*) FROM samples WHERE run_id = ?", [row["id"]]).fetchone()[0] >= 1
-    assert json.loads(row["environment"])["vllm_server"] == httpx.get(standin_server.base_url + "/version").json()["version"]
+    assert list(row.per_position) == pytest.approx([s / row.drafts for s in survival])
+    assert db.execute("SELECT count(*) FROM samples WHERE run_id = ?", [row.id]).fetchone()[0] >= 1
+    assert json.loads(row.environment)["vllm_server"] == httpx.get(standin_server.base_url + "/version").json()["version"]
 
 
 def test_the_standin_runs_as_a_server_process_with_vllms_output():

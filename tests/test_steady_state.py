@@ -66,10 +66,11 @@ def test_the_runners_request_results_become_spans_on_one_clock():
 
 
 def _row(i, method, n, tok_s, steady_s, steady_tok_s, concurrency=4):
-    return {"id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
+    return store.run_record({
+            "id": i, "experiment_id": 1, "status": "completed", "target": "t", "method": method, "draft": None,
             "n": n, "workload": "w", "concurrency": concurrency, "request_rate": None, "max_tokens": 64,
             "temperature": 0.0, "top_p": 1.0, "num_prompts": 8, "output_tok_s": tok_s, "mal": None if n is None else 2.0,
-            "acceptance_rate": None, "per_position": None, "steady_s": steady_s, "steady_tok_s": steady_tok_s}
+            "acceptance_rate": None, "per_position": None, "steady_s": steady_s, "steady_tok_s": steady_tok_s})
 
 
 def test_the_comparison_uses_steady_state_only_when_every_compared_run_has_ten_seconds_of_it():
@@ -100,7 +101,7 @@ def test_the_comparison_uses_steady_state_only_when_every_compared_run_has_ten_s
     # So does a run with no segment at all, and rows stored before steady state was recorded.
     rows[1] = _row(2, "baseline", None, 92.0, 0.0, None)
     assert compare.configs(rows)[0].basis == basis.WINDOW
-    old = [{k: v for k, v in r.items() if not k.startswith("steady")} for r in rows]
+    old = [store.run_record({k: v for k, v in r.as_dict().items() if not k.startswith("steady")}) for r in rows]
     assert {c.basis for c in compare.configs(old)} == {basis.WINDOW}
     assert answer.basis_notes(compare.configs(old)) == ["throughput: whole window: no steady state recorded"]
 
@@ -135,7 +136,7 @@ def test_steady_state_is_stored_beside_the_whole_window_and_shown(demo_db):
     cells = {r["run"]: r["steady"] for r in run_table(db, 1)}
     assert (cells[2], cells[4], cells[1]) == ("52.2/6s", "-", "")
     # The whole window stays what `vllm bench serve`'s format carries.
-    assert store.run(db, 2)["output_tok_s"] == pytest.approx(47.0, abs=0.05)
+    assert store.run(db, 2).output_tok_s == pytest.approx(47.0, abs=0.05)
 
 
 def test_the_stored_demo_sweep_is_unchanged_by_the_basis():

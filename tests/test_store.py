@@ -30,7 +30,7 @@ def test_version_1_is_migrated_without_losing_rows(tmp_path):
     db.conn.close()
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION
-    assert store.run(db, run)["mal"] == 2.5
+    assert store.run(db, run).mal == 2.5
     assert "acceptance" in db["positions"].columns_dict and db["positions"].count == 1
     assert "category" in db["requests"].columns_dict and "warnings" in db["runs"].columns_dict
 
@@ -76,7 +76,7 @@ def test_delete_run_removes_its_rows_only(tmp_path):
         db["samples"].insert({"run_id": run, "t": 0.5})
         db["logs"].insert({"run_id": run, "t": 0.5, "line": "x"})
     store.delete_run(db, a)
-    assert [r["id"] for r in store.runs(db)] == [b]
+    assert [r.id for r in store.runs(db)] == [b]
     assert db["samples"].count == 1 and db["logs"].count == 1
 
 
@@ -116,7 +116,7 @@ def test_a_rerun_of_an_unfinished_run_starts_from_nothing(tmp_path):
     again = record.register_runs(exp, ["done", "cut", "new"], lambda i: {"experiment_id": exp, "key": "new",
                                                                          "status": "pending"})
     assert again["done"] == ids["done"] and again["cut"] == ids["cut"] and again["new"] not in ids.values()
-    assert {r["key"]: r["status"] for r in store.runs_of_experiment(db, exp)} == {
+    assert {r.key: r.status for r in store.runs_of_experiment(db, exp)} == {
         "done": "completed", "cut": "pending", "new": "pending"}
     assert store.completed_run_keys(db, exp) == {"done"}
     assert store.status_counts(db, exp) == {"completed": 1, "pending": 2}
@@ -155,6 +155,6 @@ def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path)
     store.close(old)
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION == 15
-    assert store.run(db, run)["mal"] == 2.5 and store.annotations_by_run(db) == {}
+    assert store.run(db, run).mal == 2.5 and store.annotations_by_run(db) == {}
     store.set_annotation(db, run, "a", "b")
     assert store.annotations_by_run(db) == {run: {"tags": "a", "notes": "b"}}

@@ -42,7 +42,7 @@ def test_compare_page_draws_energy_and_per_gpu_power(qtbot):
                                                         ("draft_model · builtin · c=1", 3),
                                                         ("draft_model · builtin · c=8", 3)}
     by = {(r["series"], r["n"]): r for r in energy}
-    assert by[("ngram · builtin · c=1", 4)]["baseline_joules_per_token"] == rows[0]["joules_per_token"]
+    assert by[("ngram · builtin · c=1", 4)]["baseline_joules_per_token"] == rows[0].joules_per_token
     data = compare_view.build(rows, DB).data
     assert data["gpus"] == page.data["gpus"]
 

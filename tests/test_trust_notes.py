@@ -5,6 +5,8 @@ speedup across prefix caches that differ is flagged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.exports import write_report
 from app.pages.compare_page import ComparePage
 from helpers.recorded import stored_runs
@@ -30,14 +32,13 @@ def test_compare_and_the_report_list_the_alarms(qtbot, demo_db, tmp_path):
 
 
 def test_a_healthy_run_set_says_only_its_basis(demo_db):
-    rows = [r for r in stored_runs(demo_db) if r["method"] != "draft_model"]
+    rows = [r for r in stored_runs(demo_db) if r.method != "draft_model"]
     assert [n for n in answer.trust_notes(compare.configs(rows)) if not n.startswith("throughput")] == []
 
 
 def test_differing_prefix_caches_are_flagged_beside_the_speedup(demo_db):
-    rows = stored_runs(demo_db)
-    for r in rows:  # the baseline hit its cache far more often than the speculative runs did
-        r.update(prefix_cache_queries=1000.0, prefix_cache_hits=600.0 if r["method"] == "baseline" else 100.0,
-                 prefix_cache_hit_rate=0.6 if r["method"] == "baseline" else 0.1)
+    # The baseline hit its cache far more often than the speculative runs did.
+    rows = [replace(r, prefix_cache_queries=1000.0, prefix_cache_hits=600.0 if r.method == "baseline" else 100.0,
+                    prefix_cache_hit_rate=0.6 if r.method == "baseline" else 0.1) for r in stored_runs(demo_db)]
     notes = answer.trust_notes(compare.configs(rows))
     assert any("disable_eagle_block_drop" in n for n in notes)

@@ -7,6 +7,7 @@ build cannot impose acceptance; a GPU build can). The CPU build is what refuses 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -152,19 +153,19 @@ def swept(demo_models, vllm_install, tmp_path_factory):
 def test_the_imposed_curve_is_read_back_from_the_counters(swept):
     summary, rows = swept
     assert summary["completed"] == 2 and summary["failed"] == 0
-    spec = next(r for r in rows if r["method"] == "draft_model")
-    base = next(r for r in rows if r["method"] == "baseline")
-    assert spec["drafts"] >= 500, spec["drafts"]
-    assert spec["mal"] == pytest.approx(acceptance.mal_of(IMPOSED), rel=0.03)
-    per_position = json.loads(spec["per_position"])
+    spec = next(r for r in rows if r.method == "draft_model")
+    base = next(r for r in rows if r.method == "baseline")
+    assert spec.drafts >= 500, spec.drafts
+    assert spec.mal == pytest.approx(acceptance.mal_of(IMPOSED), rel=0.03)
+    per_position = spec.per_position
     assert len(per_position) == 3
     assert all(abs(got - want) <= 0.03 for got, want in zip(per_position, IMPOSED)), per_position
     # Stored as what-if, with the curve and where it came from; the baseline too (dummy weights).
-    assert spec["what_if"] == 1 and base["what_if"] == 1
-    imposed = json.loads(spec["imposed"])
+    assert spec.what_if == 1 and base.what_if == 1
+    imposed = json.loads(spec.imposed)
     assert imposed["rates"] == IMPOSED and imposed["source"] == "typed" and imposed["mal"] == 2.85
-    assert base["imposed"] is None and not base["drafts"]
-    assert "--load-format dummy" in spec["command"] and "synthetic" in spec["command"]
+    assert base.imposed is None and not base.drafts
+    assert "--load-format dummy" in spec.command and "synthetic" in spec.command
 
 
 def test_what_if_runs_stay_out_of_the_measured_tables(swept):
@@ -177,8 +178,8 @@ def test_what_if_runs_stay_out_of_the_measured_tables(swept):
     spec = next(c for c in cs if c.method != "baseline")
     assert spec.label == "draft_model N=3 (what-if)"
     # A measured baseline of the same target is never the what-if run's baseline.
-    measured_base = [{**r, "what_if": 0, "id": r["id"] + 1000, "key": "m" + r["key"], "output_tok_s": 1.0}
-                     for r in rows if r["method"] == "baseline"]
+    measured_base = [dataclasses.replace(r, what_if=0, id=r.id + 1000, key="m" + r.key, output_tok_s=1.0)
+                     for r in rows if r.method == "baseline"]
     mixed = compare.configs(rows + measured_base)
     spec = next(c for c in mixed if c.method != "baseline")
     assert spec.baseline.what_if and spec.baseline.tok_s.mean != 1.0
@@ -248,40 +249,40 @@ def test_a_measured_run_s_own_curve_becomes_a_what_if_plan(recorded_db, tmp_path
     db = store.open_db(recorded_db, readonly=True)
     rows = store.runs(db)
     store.close(db)
-    run = next(r for r in rows if r["status"] == "completed" and r["method"] == "draft_model")
-    base = next(r for r in rows if r["method"] == "baseline")
-    ngram = next(r for r in rows if r["method"] == "ngram")
+    run = next(r for r in rows if r.status == "completed" and r.method == "draft_model")
+    base = next(r for r in rows if r.method == "baseline")
+    ngram = next(r for r in rows if r.method == "ngram")
     out = tmp_path / "what-if.toml"
-    done = _cli("what-if", "--from-run", str(run["id"]), "--db", str(recorded_db), "--out", str(out),
+    done = _cli("what-if", "--from-run", str(run.id), "--db", str(recorded_db), "--out", str(out),
                 "--concurrency", "1", "16")
     assert done.returncode == 0, done.stderr
     text = out.read_text()
-    assert 'mode = "what-if"' in text and f"measured: run {run['id']}" in text
+    assert 'mode = "what-if"' in text and f"measured: run {run.id}" in text
     # Refusals in one line, and nothing overwritten.
-    again = _cli("what-if", "--from-run", str(run["id"]), "--db", str(recorded_db), "--out", str(out))
+    again = _cli("what-if", "--from-run", str(run.id), "--db", str(recorded_db), "--out", str(out))
     assert again.returncode == 2 and "already exists" in again.stderr and out.read_text() == text
-    for bad, why in ((base["id"], "measured no acceptance"), (99999, "no run 99999"),
-                     (ngram["id"], "not a what-if method")):
+    for bad, why in ((base.id, "measured no acceptance"), (99999, "no run 99999"),
+                     (ngram.id, "not a what-if method")):
         done = _cli("what-if", "--from-run", str(bad), "--db", str(recorded_db), "--out", str(tmp_path / "x.toml"))
         assert done.returncode == 2 and why in done.stderr and len(done.stderr.strip().splitlines()) == 1
     # The plan, with that host's model folders swapped for this machine's demo models.
-    text = (text.replace(f'"{run["target"]}"', '"demo:smollm2-135m"')
-            .replace(f'"{run["draft"]}"', '"demo:smollm2-135m-draft-noisy-copy"'))
+    text = (text.replace(f'"{run.target}"', '"demo:smollm2-135m"')
+            .replace(f'"{run.draft}"', '"demo:smollm2-135m-draft-noisy-copy"'))
     server = [s for s, _ in plan.loads(text).servers()][-1]
-    assert server.what_if and server.method == run["method"] and server.n == run["n"]
-    assert server.imposed == pytest.approx(json.loads(run["per_position"]), abs=1e-4)
+    assert server.what_if and server.method == run.method and server.n == run.n
+    assert server.imposed == pytest.approx(run.per_position, abs=1e-4)
     assert {r.concurrency for r in plan.loads(text).runs} == {1, 16}
 
 
 def test_a_what_if_plan_from_a_demo_run_resolves_its_demo_models(demo_models, monkeypatch):
     from workbench.usecases import whatif
 
-    row = {"id": 1, "method": "draft_model", "n": 3, "status": "completed", "what_if": 0,
+    row = {"id": 1, "experiment_id": 0, "method": "draft_model", "n": 3, "status": "completed", "what_if": 0,
            "per_position": json.dumps([0.734, 0.548, 0.449]), "workload": "builtin", "concurrency": 4,
            "target": str(demo_models["smollm2-135m"]), "draft": str(demo_models["smollm2-135m-draft-noisy-copy"]),
            "options": "{}", "num_prompts": 16, "max_tokens": 128, "warmup": 2, "temperature": 0.0, "top_p": 1.0,
            "ignore_eos": 0, "profile": json.dumps({"kind": "local"})}
-    monkeypatch.setattr(whatif.store, "run", lambda _db, run_id: row if run_id == 1 else None)
+    monkeypatch.setattr(whatif.store, "run", lambda _db, run_id: store.run_record(row) if run_id == 1 else None)
     text = whatif.plan_from_run(None, 1)
     assert 'model = "demo:smollm2-135m"' in text and 'draft = "demo:smollm2-135m-draft-noisy-copy"' in text
     server = [s for s, _ in plan.loads(text).servers()][-1]

@@ -11,6 +11,7 @@ are in one experiment."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import json
 import re
@@ -45,8 +46,8 @@ def what_if_db(tmp_path):
     db = copy_db(SOURCE, tmp_path / "what-if.sqlite")
     handle = store.open_db(db)  # brought to this version's schema
     for r in store.runs(handle):
-        if r["experiment_id"] != 1:
-            store.delete_run(handle, r["id"])
+        if r.experiment_id != 1:
+            store.delete_run(handle, r.id)
     store.close(handle)
     # Their experiments too, so "the latest experiment" is the first sweep (the store deletes runs,
     # never experiments: a test's own trimming of a copy).
@@ -60,11 +61,11 @@ def mixed_db(what_if_db):
     """Every completed run again as a measured one: its speculative runs 20% slower than imposed."""
     db = store.open_db(what_if_db)
     for r in store.runs(db):
-        if r["status"] == "completed":
-            again = {k: v for k, v in r.items() if k != "id"}
-            slower = 1.0 if r["method"] == "baseline" else 0.8
-            again.update(key=f"measured-{r['key']}", seq=r["seq"] + 1000, what_if=0, imposed=None,
-                         output_tok_s=r["output_tok_s"] * slower)
+        if r.status == "completed":
+            again = {k: v for k, v in r.as_dict().items() if k != "id"}
+            slower = 1.0 if r.method == "baseline" else 0.8
+            again.update(key=f"measured-{r.key}", seq=r.seq + 1000, what_if=0, imposed=None,
+                         output_tok_s=r.output_tok_s * slower)
             store.add_imported_run(db, again)
     store.close(db)
     return what_if_db
@@ -239,16 +240,16 @@ def test_export_bench_says_what_if_and_imports_back_as_one(what_if_db, tmp_path,
     assert data["label"].endswith("(what-if)")
     db = store.open_db(tmp_path / "back.sqlite")
     row = store.run(db, benchjson.import_file(db, out, method="eagle3", n=3))
-    assert row["what_if"] == 1 and json.loads(row["imposed"])["source"] == "typed"
+    assert row.what_if == 1 and json.loads(row.imposed)["source"] == "typed"
     assert not compare.speedup_table(compare.configs([row]))
-    measured = store.run(store.open_db(what_if_db, readonly=True), 4) | {"what_if": 0, "imposed": None}
+    measured = dataclasses.replace(store.run(store.open_db(what_if_db, readonly=True), 4), what_if=0, imposed=None)
     assert "what_if" not in benchjson.export_run(measured)
 
 
 def test_history_and_live_mark_what_if_runs(qtbot, what_if_db):
     rows = stored_runs(what_if_db)
     model = RunsModel()
-    model.set_rows(rows)
+    model.set_rows([r.as_dict() for r in rows])  # History's table rows: columns by name
     method = [key for key, *_ in COLUMNS].index("method")
     assert model.data(model.index(3, method)) == "eagle3 (what-if)"
     assert model.data(model.index(3, method), Qt.ToolTipRole) == "what-if, acceptance imposed: typed (MAL 2.85)"

@@ -41,11 +41,11 @@ class RunFeed:
         out.update(rows)
         return out
 
-    def run_row(self) -> dict | None:
+    def run_row(self) -> store.RunRecord | None:
         db = self._database()
         return None if db is None else store.run(db, self.run_id)
 
-    def siblings(self) -> list[dict]:
+    def siblings(self) -> list[store.RunRecord]:
         """Completed runs of the same experiment, for drawing faintly behind the current one."""
         db = self._database()
         return [] if db is None else store.completed_siblings(db, self.run_id)

@@ -8,6 +8,7 @@ import time
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 from app.models.columns import header as column_header
+from workbench import store
 from workbench.analysis import compare, lossless
 from workbench.host import provenance
 
@@ -40,7 +41,8 @@ FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}
 
 
 def cell(row: dict, key: str, role):
-    """What a run's cell shows in a role: the flat table and History's tree show runs alike."""
+    """What a run's cell shows in a role: the flat table and History's tree show runs alike. A row is
+    a run's columns by name (RunRecord.as_dict) with its tags and notes."""
     value = row.get(key)
     redone_by = row.get("redone_by")  # a failed attempt kept beside the run that redid it
     if redone_by is not None and key == "status" and role in (Qt.DisplayRole, Qt.ToolTipRole):
@@ -61,17 +63,18 @@ def cell(row: dict, key: str, role):
             return provenance.summary(json.loads(value))
         if key == "gpus":
             return ",".join(map(str, json.loads(value)))
-        if key == "method" and compare.is_what_if(row):
+        if key == "method" and row.get("what_if"):
             return f"{value} (what-if)"
         if key == "lossless_identical":
-            return ("! " if lossless.verdict(row) else "") + lossless.summary(row)
+            record = store.run_record(row)
+            return ("! " if lossless.verdict(record) else "") + lossless.summary(record)
         return FORMATS.get(key, "{}").format(value)
     if role == Qt.ToolTipRole and key in ("target", "error") and value:
         return str(value)
     if role == Qt.ToolTipRole and key == "lossless_identical":
-        return lossless.verdict(row)
-    if role == Qt.ToolTipRole and key == "method" and compare.is_what_if(row):
-        return compare.marker(row)
+        return lossless.verdict(store.run_record(row))
+    if role == Qt.ToolTipRole and key == "method" and row.get("what_if"):
+        return compare.marker(store.run_record(row))
     if role == Qt.ToolTipRole and key == "provenance" and value:
         return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
     if role == SORT_ROLE:

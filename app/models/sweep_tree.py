@@ -12,6 +12,7 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
 
 from app.models.columns import header as column_header
 from app.models.runs_model import COLUMNS, SORT_ROLE, RunsModel, cell
+from workbench import store
 
 EXPERIMENT_ROLE = Qt.UserRole + 2  # the experiment id of a row, parent or run
 RUN_ROLE = Qt.UserRole + 3  # a run row's id; None on a parent
@@ -21,19 +22,19 @@ class SweepTree(QAbstractItemModel):
     def __init__(self, runs: RunsModel, parent=None):
         super().__init__(parent)
         self.runs = runs
-        self.experiments: list[dict] = []  # id, name, created; oldest first
+        self.experiments: list[store.ExperimentRecord] = []  # oldest first
         self.children: list[list[dict]] = []  # each experiment's runs, oldest first
         self.pinned: int | None = None  # the run pinned as the baseline: marked in its Run cell
 
-    def set_experiments(self, experiments: dict[int, dict]) -> None:
+    def set_experiments(self, experiments: dict[int, store.ExperimentRecord]) -> None:
         """Groups the RunsModel's rows under these experiments (one the runs name but the dict lacks,
         e.g. a file read before it had a name, gets a bare parent row)."""
         self.beginResetModel()
         by_id: dict[int, list[dict]] = {}
         for row in self.runs._rows:
             by_id.setdefault(row.get("experiment_id") or 0, []).append(row)
-        self.experiments = [experiments.get(i) or {"id": i, "name": "", "created": None} for i in sorted(by_id)]
-        self.children = [by_id[e["id"]] for e in self.experiments]
+        self.experiments = [experiments.get(i) or store.ExperimentRecord(i) for i in sorted(by_id)]
+        self.children = [by_id[e.id] for e in self.experiments]
         self.endResetModel()
 
     def set_pinned(self, run_id: int | None) -> None:
@@ -52,7 +53,7 @@ class SweepTree(QAbstractItemModel):
 
     def experiment_index(self, experiment_id: int) -> QModelIndex:
         for i, e in enumerate(self.experiments):
-            if e["id"] == experiment_id:
+            if e.id == experiment_id:
                 return self.index(i, 0)
         return QModelIndex()
 
@@ -97,10 +98,10 @@ class SweepTree(QAbstractItemModel):
     def _experiment_data(self, i: int, key: str, role):
         experiment, runs = self.experiments[i], self.children[i]
         if role == EXPERIMENT_ROLE:
-            return experiment["id"]
+            return experiment.id
         if role == Qt.DisplayRole:
             if key == "id":
-                return f"#{experiment['id']} {experiment['name'] or 'experiment'}"
+                return f"#{experiment.id} {experiment.name or 'experiment'}"
             if key == "status":
                 counts: dict[str, int] = {}
                 for r in runs:
@@ -109,14 +110,14 @@ class SweepTree(QAbstractItemModel):
             if key == "target":
                 targets = {str(r.get("target") or "").rstrip("/").rsplit("/", 1)[-1] for r in runs}
                 return targets.pop() if len(targets) == 1 else f"{len(targets)} targets"
-            if key == "started" and experiment["created"]:
-                return time.strftime("%Y-%m-%d %H:%M", time.localtime(experiment["created"]))
+            if key == "started" and experiment.created:
+                return time.strftime("%Y-%m-%d %H:%M", time.localtime(experiment.created))
             return ""
         if role == Qt.ToolTipRole and key == "id":
-            return f"Experiment {experiment['id']} ({len(runs)} runs): every run of one plan"
+            return f"Experiment {experiment.id} ({len(runs)} runs): every run of one plan"
         if role == SORT_ROLE:
             # Experiments sort among themselves by id whatever the column: a sweep's order is its age.
-            return experiment["id"]
+            return experiment.id
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):

@@ -40,7 +40,7 @@ from workbench.usecases.compare_view import CompareView
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
 
-def build_view(rows: list[dict], db_path: Path | None, include_partial: bool, pinned: int | None) -> CompareView:
+def build_view(rows: list[store.RunRecord], db_path: Path | None, include_partial: bool, pinned: int | None) -> CompareView:
     """The view against the pinned run; a pin that cannot be the baseline (History pins any run, and
     a pinned run can be deleted or fail a rerun) is said in the baseline note, and each experiment's
     own baseline used instead of showing nothing."""
@@ -66,7 +66,7 @@ def _table(model) -> QTableView:
 class ComparePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.rows: list[dict] = []
+        self.rows: list[store.RunRecord] = []
         self.db_path: Path | None = None
         self.view: CompareView = compare_view.build([])
         self._views = worker.Latest()  # an older view answering late is not shown
@@ -194,7 +194,7 @@ class ComparePage(QWidget):
     def caption(self) -> str:
         return self.view.caption
 
-    def set_runs(self, rows: list[dict], db_path: Path | None = None) -> None:
+    def set_runs(self, rows: list[store.RunRecord], db_path: Path | None = None) -> None:
         """Shows `rows` once their view is built, on the worker (it reads the results file), against
         the baseline pinned in History for this results file, if any."""
         self.rows = rows
@@ -370,7 +370,7 @@ class ComparePage(QWidget):
             try:
                 if view.include_partial:
                     # The report counts completed runs only, as `draftbench report` does, whatever the tick.
-                    pinned = view.pinned_row["id"] if view.pinned_row else None
+                    pinned = view.pinned_row.id if view.pinned_row else None
                     view = build_view(view.rows, view.db_path, False, pinned)
                 write_report(view, Path(path), f"Draftbench comparison: {len(view.rows)} runs")
             except OSError as exc:

@@ -146,7 +146,8 @@ class HistoryPage(QWidget):
         self.reading = True
         worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
 
-    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, dict], message: str) -> None:
+    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, store.ExperimentRecord],
+                message: str) -> None:
         self.reading = False
         if self._again or db_path != self.db_path:
             self._again = False
@@ -311,7 +312,7 @@ class HistoryPage(QWidget):
         rows += [r for r in self.model._rows if r["method"] == "baseline" and r["experiment_id"] in experiments
                  and r["id"] not in ids]
         if rows:
-            self.compare.emit(rows)
+            self.compare.emit([store.run_record(r) for r in rows])
 
     def _compare_experiment(self) -> None:
         ids = self.selected_ids()
@@ -322,7 +323,7 @@ class HistoryPage(QWidget):
         # The experiment as its sweep left it: a failed attempt that was redone is not one of its runs.
         chosen = [r for r in rows if r["experiment_id"] in experiments and r.get("redone_by") is None]
         if chosen:
-            self.compare.emit(chosen)
+            self.compare.emit([store.run_record(r) for r in chosen])
 
     def _open(self) -> None:
         ids = self.selected_ids()
@@ -369,7 +370,7 @@ def _annotate(db_path: Path, run_id: int, tags: str, notes: str) -> None:
         store.close(db)
 
 
-def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
+def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, store.ExperimentRecord], str]:
     """The database's runs (each with its tags and notes), its experiments, and why there are none
     when it cannot be read (on a worker's thread)."""
     if not db_path.exists():
@@ -378,7 +379,8 @@ def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, dict], str]:
         db = store.open_db(db_path, readonly=True)
         try:
             notes = store.annotations_by_run(db)
-            rows = [{**row, "tags": "", "notes": "", **notes.get(row["id"], {})} for row in store.runs(db)]
+            # The table's rows by column name, as its models read them, with the reader's tags and notes.
+            rows = [{**r.as_dict(), "tags": "", "notes": "", **notes.get(r.id, {})} for r in store.runs(db)]
             return rows, store.experiments(db), ""
         finally:
             store.close(db)

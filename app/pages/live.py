@@ -21,7 +21,7 @@ from app.pages import live_pace
 from app.pages.live_charts import NO_GPU, TIPS, LiveCharts, LiveData, Series
 from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
-from workbench import events
+from workbench import events, store
 from workbench.analysis import compare
 from workbench.host import cpu
 from workbench.sweep.eta import SweepClock
@@ -36,7 +36,7 @@ class LivePage(QWidget):
         super().__init__(parent)
         self.db_path: Path | None = None
         self.feed: RunFeed | None = None
-        self.run_row: dict | None = None  # the run's row as last read
+        self.run_row: store.RunRecord | None = None  # the run as last read
         self.samples = Series(4)   # t, mal, acceptance rate, output tok/s
         self.requests = Series(3)  # idx, ttft ms, itl ms
         self.positions: list[float] = []
@@ -212,44 +212,44 @@ class LivePage(QWidget):
             self.log.appendPlainText("\n".join(line for (line,) in new["logs"][-1000:]))
         row = self.feed.run_row()
         if row:
-            before = self.run_row or {}
-            if (row["status"], row["method"]) != (before.get("status"), before.get("method")):
+            before = self.run_row
+            if before is None or (row.status, row.method) != (before.status, before.method):
                 self.charts.dirty = True  # an empty chart says why by the run's method and state
             self.run_row = row
             self.charts.colour(row)
             self._flag(row)
-            n = "" if row["n"] is None else f" N={row['n']}"
+            n = "" if row.n is None else f" N={row.n}"
             figures = ""
-            if row["status"] == "completed":
-                mal = f", MAL {row['mal']:.2f}" if row["mal"] else ""
-                figures = f" — {row['output_tok_s']:.1f} tok/s{mal}"
-            elif row["status"] == "partial":
-                figures = (f" — {row['output_tok_s']:.1f} tok/s from an incomplete window: {row['error']} "
+            if row.status == "completed":
+                mal = f", MAL {row.mal:.2f}" if row.mal else ""
+                figures = f" — {row.output_tok_s:.1f} tok/s{mal}"
+            elif row.status == "partial":
+                figures = (f" — {row.output_tok_s:.1f} tok/s from an incomplete window: {row.error} "
                            "(left out of speedups)")
-            elif row["status"] == "failed":
-                figures = f" — {row['error']}"
-            state = self.starting if self.starting and row["status"] == "pending" else row["status"]
+            elif row.status == "failed":
+                figures = f" — {row.error}"
+            state = self.starting if self.starting and row.status == "pending" else str(row.status)
             # A what-if run's acceptance is imposed, not measured: its title says so and from where.
-            what_if = f" · <b>{html.escape(compare.marker(row))}</b>" if compare.is_what_if(row) else ""
-            self.title.setText(f"<b>Run {row['id']}</b>: {row['method']}{n} · {row['workload']} · "
-                               f"concurrency {row['concurrency']} · <i>{html.escape(state)}</i>{what_if}{figures}")
-            if row["status"] in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
+            what_if = f" · <b>{html.escape(compare.marker(row))}</b>" if row.what_if else ""
+            self.title.setText(f"<b>Run {row.id}</b>: {row.method}{n} · {row.workload} · "
+                               f"concurrency {row.concurrency} · <i>{html.escape(state)}</i>{what_if}{figures}")
+            if row.status in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
 
-    def _flag(self, row: dict) -> None:
-        lost = row.get("requests_failed") or 0
-        if row["status"] == "failed":
-            text = f"Run {row['id']} failed: {row['error'] or 'see the server log'}"
-        elif row["status"] == "partial" or lost:
-            sent = (row.get("requests_ok") or 0) + lost
-            text = (f"Run {row['id']} is partial: {lost} of {sent} requests failed "
-                    f"({row['error'] or 'see the server log'}); it is left out of speedups")
+    def _flag(self, row: store.RunRecord) -> None:
+        lost = row.requests_failed or 0
+        if row.status == "failed":
+            text = f"Run {row.id} failed: {row.error or 'see the server log'}"
+        elif row.status == "partial" or lost:
+            sent = (row.requests_ok or 0) + lost
+            text = (f"Run {row.id} is partial: {lost} of {sent} requests failed "
+                    f"({row.error or 'see the server log'}); it is left out of speedups")
         else:
             text = ""
         self.flag.setText(text)
         self.flag.setVisible(bool(text))
         try:
-            found = json.loads(row.get("warnings") or "[]")
+            found = json.loads(row.warnings or "[]")
         except ValueError:
             found = []
         more = f" (and {len(found) - 1} more: hover to read them)" if len(found) > 1 else ""

@@ -10,7 +10,6 @@ every input of a chart is named where the page calls it.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +23,7 @@ from app.widgets.plot_state import PlotState
 from app.widgets.theme import integer_ticks
 from workbench.metrics import telemetry
 from workbench.report import palette
+from workbench.store import RunRecord
 
 TIPS = {
     "positions": "Per-position acceptance p[i] = accepted tokens at draft position i / drafts: the share "
@@ -88,7 +88,7 @@ class LiveData:
     requests: Series        # idx, ttft ms, itl ms
     positions: list[float]  # the latest per-position acceptance
     telemetry: list[tuple]  # (t, source, ...) readings, as the feed gives them
-    row: dict | None        # the run's row as last read; None before the first read
+    row: RunRecord | None   # the run as last read; None before the first read
     gpus: bool              # the GPU panels show: the host has GPUs, or the run carries GPU readings
 
 
@@ -238,16 +238,16 @@ class LiveCharts:
                 vb.updateMatrix()
 
     @staticmethod
-    def _why_empty(row: dict | None, baseline_too: bool = False) -> str:
+    def _why_empty(row: RunRecord | None, baseline_too: bool = False) -> str:
         if row is None:
             return NO_RUN
-        if baseline_too and row.get("method") == "baseline":
+        if baseline_too and row.method == "baseline":
             return BASELINE
-        return NOTHING if row.get("status") in FINAL else WAITING
+        return NOTHING if row.status in FINAL else WAITING
 
     @staticmethod
-    def _baseline(row: dict | None) -> bool:
-        return row is not None and row.get("method") == "baseline"
+    def _baseline(row: RunRecord | None) -> bool:
+        return row is not None and row.method == "baseline"
 
     # --- each chart -----------------------------------------------------------------------------
     def _draw_positions(self, data: LiveData) -> None:
@@ -278,7 +278,7 @@ class LiveCharts:
         self.itl_scatter.setData(idx, data.requests.column(2))
         self._show("latency", data.requests.n > 0, idx, data.row, whole=True)
 
-    def _show(self, name: str, shown: bool, x: np.ndarray, row: dict | None, baseline_too: bool = False,
+    def _show(self, name: str, shown: bool, x: np.ndarray, row: RunRecord | None, baseline_too: bool = False,
               whole: bool = False) -> None:
         """The chart with its data over x, or its empty state saying why (by the run's row); x grows
         in steps while the run streams and fits the data once it is over."""
@@ -286,7 +286,7 @@ class LiveCharts:
         state.set_empty(None if shown else self._why_empty(row, baseline_too))
         if shown and len(x):
             # Requests finish out of order: their numbers are not sorted.
-            growing = not (row and row.get("status") in FINAL)
+            growing = not (row and row.status in FINAL)
             state.follow_x(float(np.min(x)), float(np.max(x)), whole, growing)
 
     def _draw_telemetry(self, data: LiveData) -> None:
@@ -312,7 +312,7 @@ class LiveCharts:
         for kind in ("power", "util"):
             self._show(kind, any(k == kind for k, _ in self.telemetry_curves), span, data.row)
 
-    def show_siblings(self, rows: list[dict]) -> None:
+    def show_siblings(self, rows: list[RunRecord]) -> None:
         """The sweep's earlier completed runs (their rows), drawn faintly behind the bars and named
         in their colours under them."""
         for item in self.faint_items:
@@ -320,8 +320,8 @@ class LiveCharts:
         self.faint_items = []
         named: dict[str, str] = {}
         for row in rows:
-            values = json.loads(row["per_position"])
-            colour = palette.colour(row["method"], row["n"])
+            values = row.per_position or ()
+            colour = palette.colour(row.method, row.n)
             faint = pg.mkColor(colour)
             faint.setAlpha(45)
             item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
@@ -329,7 +329,7 @@ class LiveCharts:
             item.setZValue(-1)
             self.pos_plot.addItem(item)
             self.faint_items.append(item)
-            named.setdefault(row["method"] + ("" if row["n"] is None else f" N={row['n']}"), colour)
+            named.setdefault(f"{row.method}" + ("" if row.n is None else f" N={row.n}"), colour)
         names = [f'<span style="color:{c}">{html.escape(n)}</span>' for n, c in list(named.items())[:FAINT_NAMED]]
         more = f" and {len(named) - FAINT_NAMED} more" if len(named) > FAINT_NAMED else ""
         self.faint_caption.setText(f"Faint bars: earlier runs of this sweep ({', '.join(names)}{more})"
@@ -337,10 +337,10 @@ class LiveCharts:
         self.faint_caption.setVisible(bool(named))
         self.stale.add("positions")
 
-    def colour(self, row: dict) -> None:
+    def colour(self, row: RunRecord) -> None:
         """The run's (method, N) colour, as in Compare, the report and the exports: set once per
         run (a new pen repaints its chart), the legend's swatches repainted with it."""
-        key = (row["method"], row["n"])
+        key = (row.method, row.n)
         if key == self._colour_key:
             return
         self._colour_key = key

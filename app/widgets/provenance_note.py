@@ -7,6 +7,7 @@ import html
 
 from PySide6.QtWidgets import QLabel
 
+from workbench import store
 from workbench.usecases.compare_view import provenance_differences
 
 
@@ -21,7 +22,7 @@ class ProvenanceNote(QLabel):
         self.fields: list[str] = []
         self.hide()
 
-    def show_for(self, rows: list[dict]) -> None:
+    def show_for(self, rows: list[store.RunRecord]) -> None:
         self.show_differences(provenance_differences(rows))
 
     def show_differences(self, found: list[tuple[str, dict[str, list[int]]]]) -> None:

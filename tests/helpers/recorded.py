@@ -27,7 +27,7 @@ def copy_db(src: Path, dst: Path) -> Path:
     return dst
 
 
-def stored_runs(path: Path) -> list[dict]:
+def stored_runs(path: Path) -> list[store.RunRecord]:
     """Every run of a results file, read through the store and closed again."""
     db = store.open_db(path, readonly=True)
     try:

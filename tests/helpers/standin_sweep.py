@@ -47,11 +47,11 @@ def rows_by_label(db_path: Path) -> dict[str, dict]:
     try:
         out = {}
         for row in store.runs(db):
-            if row.get("redone_by"):
+            if row.redone_by:
                 continue  # a failed attempt kept beside its redo: the label is the redo's
-            counts = {t: db.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [row["id"]]).fetchone()[0]
+            counts = {t: db.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [row.id]).fetchone()[0]
                       for t in ("requests", "samples", "logs")}
-            out[f"{row['method']} c={row['concurrency']}"] = {**row, "counts": counts}
+            out[f"{row.method} c={row.concurrency}"] = {**row.as_dict(), "counts": counts}
         return out
     finally:
         store.close(db)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from workbench import methods
+from workbench import methods, store
 
 COLLAPSED = "collapsed"
 MAL_DROP = "mal_drop"
@@ -117,14 +117,14 @@ def check(method: str, drafts: float | None, accepted: float | None, generation_
     return [a for a in found if a is not None]
 
 
-def of_row(row: dict, samples: list[tuple[float, float, float]]) -> list[Alarm]:
+def of_row(row: store.RunRecord, samples: list[tuple[float, float, float]]) -> list[Alarm]:
     """The alarms of a stored run: its stored ones, or (a run stored before alarms were) those its
     stored figures and samples raise, with the client's request count standing for the counter's."""
-    if row.get("alarms") is not None:
-        return [Alarm(**a) for a in decode(row["alarms"])]
-    requests = (row.get("requests_ok") or 0) + (row.get("requests_failed") or 0)
-    return check(row["method"], row.get("drafts"), row.get("accepted"), row.get("generation_tokens"),
-                 requests or None, samples, imposed=bool(row.get("what_if")))
+    if row.alarms is not None:
+        return [Alarm(**a) for a in decode(row.alarms)]
+    requests = (row.requests_ok or 0) + (row.requests_failed or 0)
+    return check(row.method or "", row.drafts, row.accepted, row.generation_tokens,
+                 requests or None, samples, imposed=bool(row.what_if))
 
 
 def encode(alarms: list[Alarm]) -> str:

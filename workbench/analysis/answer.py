@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from workbench import store
 from workbench.analysis import alarms, latency, lossless
 from workbench.analysis import basis as throughput_basis
 from workbench.analysis.compare import Config
@@ -101,22 +102,22 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
                 "fastest_sure": fastest and note == "fastest",
                 "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
                 "mal": c.mal.mean, "repeats": c.tok_s.n, "cv": c.tok_s.cv, "temperature": c.temperature,
-                "run": c.rows[0]["id"], "throughput_basis": c.basis,
+                "run": c.rows[0].id, "throughput_basis": c.basis,
                 "prefix_cache_hit_rate": c.prefix_cache_hit_rate, "cache_warning": c.cache_warning,
             })
     return rows
 
 
-def no_baseline(rows: list[dict], answer: list[dict]) -> str:
+def no_baseline(rows: list[store.RunRecord], answer: list[dict]) -> str:
     """Why there is no answer when it is for want of a baseline, in one sentence ("" otherwise):
     speculative runs are there but no measured baseline run completed (failed, or not run yet)."""
-    measured = [r for r in rows if not r.get("what_if")]
-    if answer or not any(r["method"] != "baseline" for r in measured):
+    measured = [r for r in rows if not r.what_if]
+    if answer or not any(r.method != "baseline" for r in measured):
         return ""
-    base = [r for r in measured if r["method"] == "baseline"]
-    if any(r["status"] == "completed" for r in base):
+    base = [r for r in measured if r.method == "baseline"]
+    if any(r.status == "completed" for r in base):
         return ""
-    errors = [r["error"] for r in base if r["status"] in ("failed", "partial") and r.get("error")]
+    errors = [r.error for r in base if r.status in ("failed", "partial") and r.error]
     why = f"it failed: {errors[-1].strip().splitlines()[0].rstrip('.')}" if errors else (
         "it has not run yet" if base else "it is not among these runs")
     return f"No speedup can be given: the baseline has no completed run ({why}), so nothing here can be compared with it."
@@ -155,7 +156,7 @@ def run_alarms(cs: list[Config]) -> list[str]:
     out: list[str] = []
     for c in cs:
         for r in c.rows:
-            out.extend(f"run {r['id']} ({c.label}, c={c.concurrency}): {a.message}" for a in alarms.of_row(r, []))
+            out.extend(f"run {r.id} ({c.label}, c={c.concurrency}): {a.message}" for a in alarms.of_row(r, []))
     return out
 
 
@@ -166,7 +167,7 @@ def lossless_notes(cs: list[Config]) -> list[str]:
         for r in c.rows:
             why = lossless.verdict(r)
             if why:
-                out.append(f"run {r['id']} ({c.label}, c={c.concurrency}): {why}")
+                out.append(f"run {r.id} ({c.label}, c={c.concurrency}): {why}")
     return out
 
 
@@ -251,15 +252,15 @@ def none_pays(rows: list[dict]) -> list[str]:
     return out
 
 
-def conditions(rows: list[dict]) -> str:
+def conditions(rows: list[store.RunRecord]) -> str:
     """The run conditions in one caption line: target, workload, concurrency, temperature, vLLM."""
-    counted = [r for r in rows if r.get("status") in ("completed", "partial")] or rows
+    counted = [r for r in rows if r.status in ("completed", "partial")] or rows
 
     def values(key: str, fmt: Callable[[Any], str] = str) -> str:
-        found = sorted({r.get(key) for r in counted if r.get(key) is not None}, key=lambda v: (str(type(v)), v))
+        found = sorted({getattr(r, key) for r in counted if getattr(r, key) is not None}, key=lambda v: (str(type(v)), v))
         return ", ".join(fmt(v) for v in found) or "?"
 
-    targets = ", ".join(sorted({short_model(r.get("target")) for r in counted})) or "?"
+    targets = ", ".join(sorted({short_model(r.target) for r in counted})) or "?"
     return (f"target {targets} · workload {values('workload')} · concurrency {values('concurrency')} · "
             f"temperature {values('temperature', lambda t: f'{t:g}')} · max tokens {values('max_tokens')} · "
             f"vLLM {values('vllm_version')}")

@@ -7,30 +7,36 @@ and that baseline): a ratio of a steady figure to a whole-window one would measu
 
 from __future__ import annotations
 
+from workbench import store
 from workbench.metrics import steady_state
 
 STEADY = "steady state"
 WINDOW = "whole window"
 
 
-def choose(rows: list[dict]) -> str:
+def usable(row: store.RunRecord) -> bool:
+    """Whether a stored run has a steady segment long enough to compare on."""
+    return steady_state.usable(row.steady_tok_s, row.steady_s)
+
+
+def choose(rows: list[store.RunRecord]) -> str:
     """STEADY when every run has a steady segment of at least MIN_STEADY_S, else WINDOW."""
-    return STEADY if rows and all(steady_state.usable(r) for r in rows) else WINDOW
+    return STEADY if rows and all(usable(r) for r in rows) else WINDOW
 
 
-def tok_s(row: dict, basis: str) -> float | None:
+def tok_s(row: store.RunRecord, basis: str) -> float | None:
     """A run's output tok/s on the basis."""
-    return row.get("steady_tok_s") if basis == STEADY else row.get("output_tok_s")
+    return row.steady_tok_s if basis == STEADY else row.output_tok_s
 
 
-def why(rows: list[dict], basis: str) -> str:
+def why(rows: list[store.RunRecord], basis: str) -> str:
     """The basis in words, with what decided it."""
     if basis == STEADY:
         return (f"steady state: every compared run held ≥ {steady_state.STEADY_SHARE:.0%} of its concurrency "
                 f"for ≥ {steady_state.MIN_STEADY_S:.0f} s")
-    short = [r for r in rows if not steady_state.usable(r)]
-    if not short or all(r.get("steady_s") is None for r in short):
+    short = [r for r in rows if not usable(r)]
+    if not short or all(r.steady_s is None for r in short):
         return "whole window: no steady state recorded"
-    worst = min(short, key=lambda r: r.get("steady_s") or 0.0)
-    return (f"whole window: run {worst.get('id')} held ≥ {steady_state.STEADY_SHARE:.0%} of its concurrency "
-            f"for {worst.get('steady_s') or 0.0:.1f} s only (steady state needs {steady_state.MIN_STEADY_S:.0f} s)")
+    worst = min(short, key=lambda r: r.steady_s or 0.0)
+    return (f"whole window: run {worst.id} held ≥ {steady_state.STEADY_SHARE:.0%} of its concurrency "
+            f"for {worst.steady_s or 0.0:.1f} s only (steady state needs {steady_state.MIN_STEADY_S:.0f} s)")

@@ -68,18 +68,17 @@ def per_position_summary(per_position: list[float]) -> tuple[float, float]:
     return 1.0 + total, total / len(per_position)
 
 
-def is_what_if(row: dict) -> bool:
+def is_what_if(row: store.RunRecord) -> bool:
     """Served with dummy weights and imposed acceptance (workbench.plan.acceptance)."""
-    return bool(row.get("what_if"))
+    return bool(row.what_if)
 
 
-def imposed(row: dict) -> dict | None:
+def imposed(row: store.RunRecord) -> dict | None:
     """A what-if run's imposed curve: rates, source, mal (None for a measured run or a baseline)."""
-    text = row.get("imposed")
-    return json.loads(text) if text else None
+    return json.loads(row.imposed) if row.imposed else None
 
 
-def marker(row: dict) -> str:
+def marker(row: store.RunRecord) -> str:
     """How a what-if run is marked wherever runs are listed ("" for a measured run), so an imposed
     acceptance is never read as a measured one."""
     if not is_what_if(row):
@@ -91,15 +90,15 @@ def marker(row: dict) -> str:
     return f"what-if, acceptance imposed: {curve.get('source') or '?'}{mal}"
 
 
-def config_key(row: dict) -> tuple:
-    return (row["target"], row["method"], row.get("draft"), row.get("n"), row["workload"], row["concurrency"],
-            row.get("request_rate"), row.get("max_tokens"), row.get("temperature"), row.get("top_p"),
-            row.get("num_prompts"), row["experiment_id"], is_what_if(row), row.get("imposed"))
+def config_key(row: store.RunRecord) -> tuple:
+    return (row.target, row.method, row.draft, row.n, row.workload, row.concurrency,
+            row.request_rate, row.max_tokens, row.temperature, row.top_p,
+            row.num_prompts, row.experiment_id, is_what_if(row), row.imposed)
 
 
-def baseline_key(row: dict) -> tuple:
+def baseline_key(row: store.RunRecord) -> tuple:
     # A what-if run is compared with the what-if baseline (dummy weights too), never a measured one.
-    return tuple(row.get(k) for k in MATCH) + (is_what_if(row),)
+    return tuple(getattr(row, k) for k in MATCH) + (is_what_if(row),)
 
 
 @dataclass
@@ -107,7 +106,7 @@ class Config:
     """One configuration (everything but the repeat), its runs and their aggregated figures.
     `tok_s` is on the comparison's `basis` (steady state or the whole window, set by `configs`);
     `window_tok_s` is always the whole window."""
-    rows: list[dict]
+    rows: list[store.RunRecord]
     baseline: "Config | None" = None
     basis: str = throughput_basis.WINDOW
     tok_s: Estimate = field(init=False)
@@ -116,10 +115,10 @@ class Config:
     acceptance_rate: Estimate = field(init=False)
 
     def __post_init__(self) -> None:
-        self.window_tok_s = estimate(r["output_tok_s"] for r in self.rows)
+        self.window_tok_s = estimate(r.output_tok_s for r in self.rows)
         self.on_basis(self.basis)
-        self.mal = estimate(r["mal"] for r in self.rows)
-        self.acceptance_rate = estimate(r["acceptance_rate"] for r in self.rows)
+        self.mal = estimate(r.mal for r in self.rows)
+        self.acceptance_rate = estimate(r.acceptance_rate for r in self.rows)
 
     def on_basis(self, basis: str) -> None:
         self.basis = basis
@@ -139,7 +138,7 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         if name in ("target", "method", "draft", "n", "workload", "concurrency", "temperature", "max_tokens"):
-            return self.rows[0].get(name)
+            return getattr(self.rows[0], name)
         raise AttributeError(name)
 
     @property
@@ -157,7 +156,7 @@ class Config:
 
     @property
     def per_position(self) -> list[float] | None:
-        curves = [json.loads(r["per_position"]) for r in self.rows if r.get("per_position")]
+        curves = [r.per_position for r in self.rows if r.per_position]
         if not curves:
             return None
         return [statistics.fmean(c[i] for c in curves) for i in range(min(len(c) for c in curves))]
@@ -201,13 +200,13 @@ COUNTED = ("completed",)
 WITH_PARTIAL = ("completed", "partial")
 
 
-def configs(rows: list[dict], include_partial: bool = False) -> list[Config]:
+def configs(rows: list[store.RunRecord], include_partial: bool = False) -> list[Config]:
     """Completed runs (and partial ones, if asked) grouped into configurations, each linked to
     its matching baseline."""
     counted = WITH_PARTIAL if include_partial else COUNTED
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[store.RunRecord]] = {}
     for r in rows:
-        if r["status"] in counted and r.get("output_tok_s"):
+        if r.status in counted and r.output_tok_s:
             groups.setdefault(config_key(r), []).append(r)
     out = [Config(g) for g in groups.values()]
     by_key = baselines(out)
@@ -227,7 +226,7 @@ def baselines(cs: list[Config]) -> dict[tuple, Config]:
     return {baseline_key(c.rows[0]): c for c in cs if c.method == "baseline"}
 
 
-def run_speedup(row: dict, by_key: dict[tuple, Config]) -> float | None:
+def run_speedup(row: store.RunRecord, by_key: dict[tuple, Config]) -> float | None:
     """One run's output tok/s over its matching baseline's mean: the denominator of its
     configuration's speedup, so a run and its configuration agree."""
     base = by_key.get(baseline_key(row))
@@ -323,7 +322,7 @@ def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
     def joules(c: Config | None) -> float | None:
         if c is None:
             return None
-        return estimate(r.get("joules_per_token") for r in c.rows).mean
+        return estimate(r.joules_per_token for r in c.rows).mean
     energy = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n,
                "joules_per_token": joules(c),
                "baseline_joules_per_token": joules(c.baseline)}
@@ -338,19 +337,19 @@ def gpu_data(db: store.Database, run_ids: list[int]) -> dict[str, list[dict]]:
     out = []
     for run_id in run_ids:
         r = store.run(db, run_id)
-        if r is None or r["status"] != "completed" or not r.get("finished") or not r.get("window_s"):
+        if r is None or r.status != "completed" or not r.finished or not r.window_s:
             continue
-        t1 = r["finished"]
-        t0 = t1 - r["window_s"] - 1.0
+        t1 = r.finished
+        t0 = t1 - r.window_s - 1.0
         readings = store.gpu_means(db, run_id, t0, t1)
-        config = (f"{r['method']}{'' if r['n'] is None else ' N=' + str(r['n'])}"
-                  f"{' (what-if)' if is_what_if(r) else ''} · c={r['concurrency']}")
+        config = (f"{r.method}{'' if r.n is None else ' N=' + str(r.n)}"
+                  f"{' (what-if)' if r.what_if else ''} · c={r.concurrency}")
         for physical, index, power, util in readings:
             out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
-                        "power_w": power, "util_pct": util, "what_if": is_what_if(r)})
+                        "power_w": power, "util_pct": util, "what_if": bool(r.what_if)})
         if len(readings) > 1 and all(x[2] is not None for x in readings):
             out.append({"config": config, "run": run_id, "gpu": "all GPUs",
-                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": is_what_if(r)})
+                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": bool(r.what_if)})
     return {"gpus": out}
 
 

@@ -10,6 +10,7 @@ holds exactly the window's requests, so nothing is added to the schema."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from workbench import store
 from workbench.metrics.percentiles import percentile
@@ -24,34 +25,34 @@ def ratio_key(key: str) -> str:
     return key.removesuffix("_ms") + "_ratio"
 
 
-def with_requests(db: store.Database, rows: list[dict]) -> list[dict]:
+def with_requests(db: store.Database, rows: list[store.RunRecord]) -> list[store.RunRecord]:
     """The runs, each with what its requests add: `tpot_p50_ms` and `tpot_p99_ms` (TPOT per request
     = (end-to-end latency - TTFT) / (output tokens - 1), requests of one token left out, as vLLM
     does) and `request_mal`, the mean of the per-request MALs over the requests that drafted (the
     run's stored figure where it has one). None where the run stored no requests."""
     tpots: dict[int, list[float]] = {}
     mals: dict[int, list[float]] = {}
-    for run_id, ttft, latency, tokens, drafts, mal in store.request_timings(db, [r["id"] for r in rows]):
+    for run_id, ttft, latency, tokens, drafts, mal in store.request_timings(db, [r.id for r in rows]):
         if ttft is not None and latency is not None and tokens and tokens > 1:
             tpots.setdefault(run_id, []).append((latency - ttft) / (tokens - 1))
         if drafts and mal is not None:
             mals.setdefault(run_id, []).append(mal)
     out = []
     for r in rows:
-        mine, stored = tpots.get(r["id"], []), r.get("spec_request_mal")
-        request_mal = stored if stored is not None else (statistics.fmean(mals[r["id"]]) if r["id"] in mals else None)
-        out.append({**r, "tpot_p50_ms": percentile(mine, 0.5), "tpot_p99_ms": percentile(mine, 0.99),
-                    "request_mal": request_mal})
+        mine, stored = tpots.get(r.id, []), r.spec_request_mal
+        request_mal = stored if stored is not None else (statistics.fmean(mals[r.id]) if r.id in mals else None)
+        out.append(replace(r, tpot_p50_ms=percentile(mine, 0.5), tpot_p99_ms=percentile(mine, 0.99),
+                           request_mal=request_mal))
     return out
 
 
-def mean_of(rows: list[dict], key: str) -> float | None:
-    """The mean of a per-run figure over the runs that have it (None where none does)."""
-    values = [r[key] for r in rows if r.get(key) is not None]
+def mean_of(rows: list[store.RunRecord], key: str) -> float | None:
+    """The mean of a per-run figure (a field's name) over the runs that have it (None where none does)."""
+    values = [getattr(r, key) for r in rows if getattr(r, key) is not None]
     return statistics.fmean(values) if values else None
 
 
-def figures(rows: list[dict], baseline: list[dict] | None) -> dict:
+def figures(rows: list[store.RunRecord], baseline: list[store.RunRecord] | None) -> dict:
     """A configuration's latency percentiles (means over the runs of its repeats, `rows`), each
     one's ratio to its baseline's (None without a baseline or where either lacks it), and its
     per-request MAL. Rows, not a compare.Config: compare imports this module."""

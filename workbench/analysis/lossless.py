@@ -26,6 +26,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from workbench import store
+
 # Below these a speculative run is flagged. Healthy CPU runs of the demo sweep scored at least
 # 25 % identical answers and a 76 % median common prefix (docs/reliability.md).
 IDENTICAL_MIN = 0.1
@@ -93,20 +95,20 @@ def sign_test_p(turned_wrong: int, turned_right: int) -> float:
     return sum(math.comb(n, k) for k in range(turned_wrong, n + 1)) / 2 ** n
 
 
-def checkable(row: dict) -> bool:
+def checkable(row: store.RunRecord) -> bool:
     """Greedy runs with measured answers: a what-if run (dummy weights, an imposed acceptance
     through a synthetic sampler) is not lossless by construction."""
-    return (row.get("status") == "completed" and row.get("temperature") == 0 and not row.get("what_if"))
+    return (row.status == "completed" and row.temperature == 0 and not row.what_if)
 
 
-def baseline_for(row: dict, rows: list[dict]) -> dict | None:
+def baseline_for(row: store.RunRecord, rows: list[store.RunRecord]) -> store.RunRecord | None:
     """The completed baseline run this speculative run is checked against: the same experiment,
     workload, load and sampling, the same repeat when there is one (the same prompts)."""
-    if row.get("method") == "baseline" or not checkable(row):
+    if row.method == "baseline" or not checkable(row):
         return None
-    same = [b for b in rows if b.get("method") == "baseline" and checkable(b)
-            and all(b.get(k) == row.get(k) for k in SAME)]
-    same.sort(key=lambda b: (b.get("repeat") != row.get("repeat"), b["id"]))
+    same = [b for b in rows if b.method == "baseline" and checkable(b)
+            and all(getattr(b, k) == getattr(row, k) for k in SAME)]
+    same.sort(key=lambda b: (b.repeat != row.repeat, b.id))
     return same[0] if same else None
 
 
@@ -121,18 +123,18 @@ def columns(check: Check | None, own: Answers) -> dict:
     return out
 
 
-def verdict(row: dict) -> str | None:
+def verdict(row: store.RunRecord) -> str | None:
     """Why this stored run's outputs cannot be trusted as lossless, or None."""
-    compared = row.get("lossless_compared")
+    compared = row.lossless_compared
     if not compared:
         return None
-    share = (row.get("lossless_identical") or 0) / compared
-    wrong, right = row.get("lossless_turned_wrong") or 0, row.get("lossless_turned_right") or 0
+    share = (row.lossless_identical or 0) / compared
+    wrong, right = row.lossless_turned_wrong or 0, row.lossless_turned_right or 0
     reasons = []
-    prefix = row.get("lossless_prefix")
+    prefix = row.lossless_prefix
     if share < IDENTICAL_MIN or (prefix is not None and prefix < PREFIX_MIN):
-        reasons.append(f"{row.get('lossless_identical') or 0}/{compared} answers identical to baseline run "
-                       f"{row.get('lossless_baseline')} ({share:.0%})"
+        reasons.append(f"{row.lossless_identical or 0}/{compared} answers identical to baseline run "
+                       f"{row.lossless_baseline} ({share:.0%})"
                        + ("" if prefix is None else f", median common prefix {prefix:.0%} of the baseline's answer")
                        + f"; flagged below {IDENTICAL_MIN:.0%} identical or a {PREFIX_MIN:.0%} prefix, which "
                          "healthy runs clear by far")
@@ -144,17 +146,17 @@ def verdict(row: dict) -> str | None:
     return "outputs differ from the baseline: this server's speculation is not lossless (" + "; ".join(reasons) + ")"
 
 
-def summary(row: dict) -> str:
+def summary(row: store.RunRecord) -> str:
     """One cell: identical share and accuracy, '-' where not checked."""
     parts = []
-    if row.get("lossless_compared"):
-        parts.append(f"{row['lossless_identical'] or 0}/{row['lossless_compared']} identical")
-    if row.get("graded"):
-        parts.append(f"acc {row['accuracy']:.0%} of {row['graded']}")
+    if row.lossless_compared:
+        parts.append(f"{row.lossless_identical or 0}/{row.lossless_compared} identical")
+    if row.graded:
+        parts.append(f"acc {row.accuracy:.0%} of {row.graded}")
     return ", ".join(parts) or "-"
 
 
-def figures_for(rows: list[dict], answers_of: Callable[[int], Answers]) -> dict[int, dict]:
+def figures_for(rows: list[store.RunRecord], answers_of: Callable[[int], Answers]) -> dict[int, dict]:
     """The stored columns of every checkable run among `rows` (one experiment's), each speculative
     run against its baseline; `answers_of(run_id)` reads a run's answers. Runs without stored
     answers (recorded before answers were) get nothing."""
@@ -167,9 +169,9 @@ def figures_for(rows: list[dict], answers_of: Callable[[int], Answers]) -> dict[
 
     out = {}
     for row in rows:
-        if not checkable(row) or not of(row["id"]):
+        if not checkable(row) or not of(row.id):
             continue
         base = baseline_for(row, rows)
-        check = compare(base["id"], of(base["id"]), of(row["id"])) if base else None
-        out[row["id"]] = columns(check, of(row["id"]))
+        check = compare(base.id, of(base.id), of(row.id)) if base else None
+        out[row.id] = columns(check, of(row.id))
     return out

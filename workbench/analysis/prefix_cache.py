@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import statistics
 
+from workbench import store
+
 # Hit rates further apart than this (in percentage points) make a speedup compare caches too.
 GAP_POINTS = 10.0
 
 
-def hit_rate(rows: list[dict]) -> float | None:
+def hit_rate(rows: list[store.RunRecord]) -> float | None:
     """Mean prefix-cache hit rate of runs (0..1), over those that recorded one."""
-    rates = [r["prefix_cache_hit_rate"] for r in rows if r.get("prefix_cache_hit_rate") is not None]
+    rates = [r.prefix_cache_hit_rate for r in rows if r.prefix_cache_hit_rate is not None]
     return statistics.fmean(rates) if rates else None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench import methods
+from workbench import methods, store
 from workbench.analysis.compare import Config, t95
 from workbench.errors import DraftbenchError
 
@@ -231,13 +231,15 @@ def probes(ns: list[int]) -> list[int]:
 
 # --- from stored runs -------------------------------------------------------------------------
 
-def draft_share(row: dict) -> float:
+def draft_share(row: store.RunRecord) -> float:
     """Drafted steps / target decode steps of a run. vLLM counts a draft only for steps that
     proposed tokens; decode steps = output tokens - accepted - one prefill token per request."""
+    generated, accepted, requests, drafts = row.generation_tokens, row.accepted, row.requests_ok, row.drafts
+    if generated is None or accepted is None or requests is None or drafts is None:
+        return 1.0  # not recorded (an imported run): as if every step drafted
     try:
-        steps = row["generation_tokens"] - row["accepted"] - row["requests_ok"]
-        share = row["drafts"] / steps
-    except (KeyError, TypeError, ZeroDivisionError):
+        share = drafts / (generated - accepted - requests)
+    except ZeroDivisionError:
         return 1.0
     return min(1.0, share) if share > 0 else 1.0
 
@@ -262,8 +264,8 @@ def _rel_se(c: Config, pooled: float | None, default: float) -> float:
 
 def group_key(c: Config) -> tuple:
     r = c.rows[0]
-    return (r["experiment_id"], r["target"], r["method"], r.get("draft"), r.get("options"), r["workload"],
-            r["concurrency"], r.get("temperature"), r.get("max_tokens"))
+    return (r.experiment_id, r.target, r.method, r.draft, r.options, r.workload,
+            r.concurrency, r.temperature, r.max_tokens)
 
 
 def for_group(group: list[Config], ns: list[int] | None = None, pooled: float | None = None, dof: int = 0,

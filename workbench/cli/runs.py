@@ -37,12 +37,12 @@ def runs(args) -> int:
 
     rows = store.runs(db)
     if args.json:
-        print(json.dumps(rows, indent=1, default=str))
+        print(json.dumps([r.as_dict() for r in rows], indent=1, default=str))
         return 0
     cols = [("id", "{}"), ("experiment_id", "{}"), ("status", "{}"), ("method", "{}"), ("n", "{}"),
             ("workload", "{}"), ("concurrency", "{}"), ("repeat", "{}"), ("mal", "{:.2f}"),
             ("acceptance_rate", "{:.3f}"), ("output_tok_s", "{:.1f}")]
-    cells = [[("" if row[c] is None else f.format(row[c])) for c, f in cols] for row in rows]
+    cells = [[("" if getattr(row, c) is None else f.format(getattr(row, c))) for c, f in cols] for row in rows]
     header = [c for c, _ in cols]
     if any(compare.is_what_if(r) for r in rows):  # only where some run's acceptance was imposed
         header.append("what-if")
@@ -76,7 +76,7 @@ def show(args) -> int:
         if row is None:
             raise CliError(f"no run {args.run} in the database")
         if args.json:
-            print(json.dumps(row, indent=1, default=str))
+            print(json.dumps(row.as_dict(), indent=1, default=str))
             return 0
         for key, value in analysis.run_summary(db, row, pinned):
             print(f"{key:<34} {value}")
@@ -116,8 +116,8 @@ def show(args) -> int:
         print(f"\n  {LATENCY_NOTE}")
     if bound is not None:
         print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
-        for row in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
-            print(f"  {row['text']}")
+        for found in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
+            print(f"  {found['text']}")
     notes = (answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
              + (pin.differs if pin is not None else []))
     if notes:
@@ -125,11 +125,11 @@ def show(args) -> int:
         for line in notes:
             print(f"  {line}")
     print_what_if(cs)
-    partial = [r for r in stored if r["status"] == "partial"]
+    partial = [r for r in stored if r.status == "partial"]
     if partial:
         what = "counted in" if args.include_partial else "left out of (--include-partial counts them)"
         print(f"\n{len(partial)} partial run(s) {what} the speedups: "
-              + "; ".join(f"run {r['id']}: {r['error']}" for r in partial))
+              + "; ".join(f"run {r.id}: {r.error}" for r in partial))
     lines = store.recommendation_summaries(db, exp)
     if lines:
         print("\nadaptive sweep (docs/recommend-n.md):")

@@ -112,6 +112,6 @@ def figures(spans: list[Span], concurrency: int, window_s: float | None = None) 
     return {"steady_s": seconds, "steady_tok_s": seg.tokens / seconds if seconds > 0 else None}
 
 
-def usable(row: dict, min_s: float = MIN_STEADY_S) -> bool:
-    """Whether a stored run has a steady segment long enough to compare on."""
-    return bool(row.get("steady_tok_s")) and (row.get("steady_s") or 0.0) >= min_s
+def usable(steady_tok_s: float | None, steady_s: float | None, min_s: float = MIN_STEADY_S) -> bool:
+    """Whether a run's stored steady segment (its tok/s and length) is long enough to compare on."""
+    return bool(steady_tok_s) and (steady_s or 0.0) >= min_s

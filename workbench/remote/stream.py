@@ -54,7 +54,7 @@ class Stream:
         started = self._started.get(row["run_id"])
         if started is None:
             found = store.run(self.mirror.db, row["run_id"])
-            started = self._started[row["run_id"]] = (found["started"] if found else None) or 0.0
+            started = self._started[row["run_id"]] = (found.started if found else None) or 0.0
         return started + row["t"]
 
     def lag_summary(self) -> str:

@@ -94,30 +94,31 @@ def import_file(db: store.Database, path: str | Path, method: str = "baseline", 
     return store.add_imported_run(db, row)
 
 
-def export_run(row: dict) -> dict:
+def export_run(run: store.RunRecord) -> dict:
     """One of our runs as a `vllm bench serve` result (the summary fields, same names and units)."""
-    out: dict[str, Any] = {theirs: row.get(ours) for theirs, ours in SAME.items() if row.get(ours) is not None}
+    row = run.as_dict()  # the summary fields are looked up by the column names SAME maps to
+    out: dict[str, Any] = {theirs: row[ours] for theirs, ours in SAME.items() if row[ours] is not None}
     out.update({
-        "backend": "openai-chat", "model_id": row.get("target"), "num_prompts": row.get("num_prompts"),
-        "max_concurrency": row.get("concurrency"),
-        "request_rate": row.get("request_rate") if row.get("request_rate") else "inf",
-        "total_input_tokens": row.get("prompt_tokens"),
-        "request_throughput": (row["requests_ok"] / row["window_s"]) if row.get("window_s") else None,
-        "label": f"draftbench run {row.get('id')}: {row.get('method')}"
-                 + (f" N={row['n']}" if row.get("n") is not None else ""),
+        "backend": "openai-chat", "model_id": run.target, "num_prompts": run.num_prompts,
+        "max_concurrency": run.concurrency,
+        "request_rate": run.request_rate if run.request_rate else "inf",
+        "total_input_tokens": run.prompt_tokens,
+        "request_throughput": (run.requests_ok / run.window_s) if run.window_s and run.requests_ok is not None
+        else None,
+        "label": f"draftbench run {run.id}: {run.method}" + (f" N={run.n}" if run.n is not None else ""),
     })
-    if row.get("acceptance_rate") is not None:
-        out["spec_decode_acceptance_rate"] = 100.0 * row["acceptance_rate"]
-    if row.get("per_position"):
-        out["spec_decode_per_position_acceptance_rates"] = json.loads(row["per_position"])
-    if row.get("provenance"):
+    if run.acceptance_rate is not None:
+        out["spec_decode_acceptance_rate"] = 100.0 * run.acceptance_rate
+    if run.per_position:
+        out["spec_decode_per_position_acceptance_rates"] = list(run.per_position)
+    if run.provenance:
         # Not a field of vllm bench serve's own files, which ignore keys they do not know.
-        out["draftbench_provenance"] = json.loads(row["provenance"])
-    if row.get("what_if"):
+        out["draftbench_provenance"] = json.loads(run.provenance)
+    if run.what_if:
         # Served with dummy weights and an imposed acceptance: the file says so, with the curve,
         # so its figures are never read (or imported back) as measured ones.
         out["what_if"] = True
         out["label"] += " (what-if)"
-        if row.get("imposed"):
-            out["imposed"] = json.loads(row["imposed"])
+        if run.imposed:
+            out["imposed"] = json.loads(run.imposed)
     return out

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from workbench import __version__
+from workbench import __version__, store
 from workbench.report.provenance_html import section as provenance_section
 from workbench.report import palette, what_if_html
 from workbench.report.table import LATENCY_TABLE, LATENCY_TIPS, cell, speedup_text
@@ -49,7 +49,7 @@ class Report:
     trust: list[str] = field(default_factory=list)                    # workbench.analysis.answer.trust_notes
     charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
     not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
-    runs: list[dict] = field(default_factory=list)
+    runs: list[store.RunRecord] = field(default_factory=list)
     # What-if runs (acceptance imposed), in a section of their own, never in the answer above.
     what_if: list[dict] = field(default_factory=list)                 # workbench.analysis.breakeven.rows
     what_if_sentences: list[str] = field(default_factory=list)        # workbench.analysis.breakeven.sentences
@@ -130,27 +130,31 @@ def _image(title: str, svg: str) -> str:
     return f'<figure><figcaption>{_e(title)}</figcaption><img alt="{_e(title)}" src="data:image/svg+xml;base64,{data}"></figure>'
 
 
-def runs_html(runs: list[dict]) -> str:
+def _figure(value: float | None, fmt: str) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def runs_html(runs: list[store.RunRecord]) -> str:
     rows = "".join(
-        f"<tr{' class=what-if' if r.get('what_if') else ''}><td>{r['id']}</td>"
-        f"<td class=l>{_chip(r['method'], r.get('n'))}{_e(r['method'])}{' (what-if)' if r.get('what_if') else ''}</td>"
-        f"<td>{'' if r.get('n') is None else r['n']}</td><td class=l>{_e(r['workload'])}</td><td>{r['concurrency']}</td>"
-        f"<td>{r.get('repeat') or ''}</td><td class=l>{_e(r['status'])}</td><td>{cell(r, 'output_tok_s', '{:.1f}')}</td>"
-        f"<td>{cell(r, 'mal', '{:.2f}')}</td><td>{cell(r, 'acceptance_rate', '{:.3f}')}</td></tr>" for r in runs)
+        f"<tr{' class=what-if' if r.what_if else ''}><td>{r.id}</td>"
+        f"<td class=l>{_chip(r.method or '', r.n)}{_e(r.method)}{' (what-if)' if r.what_if else ''}</td>"
+        f"<td>{'' if r.n is None else r.n}</td><td class=l>{_e(r.workload)}</td><td>{r.concurrency}</td>"
+        f"<td>{r.repeat or ''}</td><td class=l>{_e(r.status)}</td><td>{_figure(r.output_tok_s, '{:.1f}')}</td>"
+        f"<td>{_figure(r.mal, '{:.2f}')}</td><td>{_figure(r.acceptance_rate, '{:.3f}')}</td></tr>" for r in runs)
     return ("<table><thead><tr><th>Run</th><th class=l>Method</th><th>N</th><th class=l>Workload</th><th>Conc.</th>"
             "<th>Repeat</th><th class=l>Status</th><th>tok/s</th><th>MAL</th><th>Accept.</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 
-def details_html(runs: list[dict]) -> str:
-    models = sorted({(r["target"], r.get("draft") or "") for r in runs})
+def details_html(runs: list[store.RunRecord]) -> str:
+    models = sorted({(r.target, r.draft or "") for r in runs})
     model_items = "".join(f"<li>target <code>{_e(t)}</code>{f', draft <code>{_e(d)}</code>' if d else ''}</li>"
                           for t, d in models)
     # The versions of the vLLM that served each command (an image's, for a docker server), and how
     # its drafts were sampled, which changes acceptance.
-    commands = sorted({(r.get("command") or "", r.get("vllm_version") or "?", r.get("torch_version") or "?",
-                        r.get("transformers_version") or "?", r.get("draft_sample_method") or "")
-                       for r in runs if r.get("command")})
+    commands = sorted({(r.command or "", r.vllm_version or "?", r.torch_version or "?",
+                        r.transformers_version or "?", r.draft_sample_method or "")
+                       for r in runs if r.command})
     command_items = "".join(f"<li><code>{_e(c)}</code><br><small>vLLM {_e(v)}, torch {_e(t)}, transformers {_e(tf)}"
                             f"{f', draft sampling {_e(d)}' if d else ''}</small></li>"
                             for c, v, t, tf, d in commands)

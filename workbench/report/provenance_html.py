@@ -6,15 +6,16 @@ from __future__ import annotations
 import html
 import json
 
+from workbench import store
 from workbench.host import provenance
 
 
-def _of(run: dict) -> dict | None:
-    return json.loads(run["provenance"]) if run.get("provenance") else None
+def _of(run: store.RunRecord) -> dict | None:
+    return json.loads(run.provenance) if run.provenance else None
 
 
-def section(runs: list[dict]) -> str:
-    provs = {r["id"]: _of(r) for r in runs}
+def section(runs: list[store.RunRecord]) -> str:
+    provs = {r.id: _of(r) for r in runs}
     groups: dict[str, list[int]] = {}
     for run_id, prov in sorted(provs.items()):
         if prov:

@@ -15,6 +15,8 @@ from workbench.store.queries import (FEED_COLUMNS, active_sweeps, answers, compl
                                      recommendation_summaries, request_counts, request_timings, run, run_feed, runs, runs_in_plan_order,
                                      runs_of_experiment, sampling_of_completed, spec_requests, status_counts,
                                      telemetry_between)
+from workbench.store.records import (RUN_FIELDS, ExperimentRecord, RunRecord, RunStatus, SweepRecord, run_record,
+                                     sweep_record)
 from workbench.store.recorder import Recorder, add_imported_run, delete_run, experiment_for, sweep_exited
 from workbench.store.schema import (MIGRATIONS, MUTABLE_TABLES, RUN_COLUMNS, RUN_TABLES, SCHEMA_VERSION,
                                     schema_version)
@@ -28,6 +30,7 @@ __all__ = [
     "first_run_of_experiment", "gpu_means", "latest_experiment", "provenance_of", "recommendation_summaries", "request_counts", "request_timings", "run", "run_feed",
     "runs", "runs_in_plan_order", "runs_of_experiment", "sampling_of_completed", "spec_requests",
     "status_counts", "telemetry_between",
+    "RUN_FIELDS", "ExperimentRecord", "RunRecord", "RunStatus", "SweepRecord", "run_record", "sweep_record",
     "Recorder", "add_imported_run", "delete_run", "experiment_for", "sweep_exited",
     "MIGRATIONS", "MUTABLE_TABLES", "RUN_COLUMNS", "RUN_TABLES", "SCHEMA_VERSION", "schema_version",
     "Source", "backup", "latest_sweep",

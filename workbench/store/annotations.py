@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from workbench.store.connection import Database
+from workbench.store.records import ExperimentRecord
 
 
 def clean_tags(text: str) -> str:
@@ -38,7 +39,7 @@ def annotations_by_run(db: Database) -> dict[int, dict[str, str]]:
             for run_id, tags, notes in db.execute("SELECT run_id, tags, notes FROM annotations")}
 
 
-def experiments(db: Database) -> dict[int, dict]:
+def experiments(db: Database) -> dict[int, ExperimentRecord]:
     """Every experiment's id, name and when it was created, by id (History's parent rows)."""
-    return {row[0]: {"id": row[0], "name": row[1], "created": row[2]}
+    return {row[0]: ExperimentRecord(row[0], row[1], row[2])
             for row in db.execute("SELECT id, name, created FROM experiments ORDER BY id")}

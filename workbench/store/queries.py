@@ -10,6 +10,7 @@ import sqlite3
 import time
 
 from workbench.store.connection import Database
+from workbench.store.records import RunRecord, SweepRecord, run_record, sweep_record
 
 # What the Live page draws of a run, in the order it reads it, as plain tuples: a 100,000-sample
 # history turns into one numpy array without a Python object per field.
@@ -26,9 +27,9 @@ def _has(db: Database, table: str) -> bool:
     return table in db.table_names()
 
 
-def run(db: Database, run_id: int) -> dict | None:
+def run(db: Database, run_id: int) -> RunRecord | None:
     rows = list(db["runs"].rows_where("id = ?", [run_id]))
-    return rows[0] if rows else None
+    return run_record(rows[0]) if rows else None
 
 
 def answers(db: Database, run_id: int) -> dict[tuple[int, str], tuple[str, bool | None]]:
@@ -63,9 +64,9 @@ def request_counts(db: Database, run_id: int) -> tuple[int, int]:
     return ok, failed
 
 
-def runs(db: Database) -> list[dict]:
+def runs(db: Database) -> list[RunRecord]:
     """Every run, oldest first, failed attempts that were redone included (History shows them)."""
-    return list(db["runs"].rows_where(order_by="id"))
+    return [run_record(row) for row in db["runs"].rows_where(order_by="id")]
 
 
 def _current(db: Database) -> str:
@@ -74,13 +75,15 @@ def _current(db: Database) -> str:
     return " AND redone_by IS NULL" if "redone_by" in db["runs"].columns_dict else ""
 
 
-def runs_of_experiment(db: Database, experiment_id: int) -> list[dict]:
+def runs_of_experiment(db: Database, experiment_id: int) -> list[RunRecord]:
     """An experiment's runs in the order they were registered."""
-    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="id"))
+    return [run_record(row) for row in
+            db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="id")]
 
 
-def runs_in_plan_order(db: Database, experiment_id: int) -> list[dict]:
-    return list(db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq"))
+def runs_in_plan_order(db: Database, experiment_id: int) -> list[RunRecord]:
+    return [run_record(row) for row in
+            db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq")]
 
 
 def provenance_of(db: Database, run_ids: list[int]) -> dict[int, dict | None]:
@@ -121,13 +124,13 @@ def latest_experiment(db: Database) -> int | None:
     return db.execute("SELECT max(id) FROM experiments").fetchone()[0]
 
 
-def completed_siblings(db: Database, run_id: int) -> list[dict]:
+def completed_siblings(db: Database, run_id: int) -> list[RunRecord]:
     """The other completed runs of a run's experiment that have per-position figures, in plan order."""
     cursor = db.execute("SELECT r.* FROM runs r JOIN runs me ON me.experiment_id = r.experiment_id "
                         "WHERE me.id = ? AND r.id != ? AND r.status = 'completed' AND r.per_position "
                         "IS NOT NULL ORDER BY r.seq", [run_id, run_id])
     names = [c[0] for c in cursor.description]
-    return [dict(zip(names, r)) for r in cursor.fetchall()]
+    return [run_record(dict(zip(names, r))) for r in cursor.fetchall()]
 
 
 def sampling_of_completed(db: Database, target: str) -> list[tuple]:
@@ -153,16 +156,16 @@ def recommendation_summaries(db: Database, experiment_id: int) -> list[str]:
                                          [experiment_id])]
 
 
-def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[dict]:
+def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[SweepRecord]:
     """Sweeps whose runner is alive on this host (its pid exists and its heartbeat is recent)."""
     if not _has(db, "sweeps"):
         return []
     alive = []
-    for row in db["sweeps"].rows_where("finished IS NULL", order_by="id desc"):
-        if row["host"] != platform.node() or time.time() - (row["heartbeat"] or 0) > stale_after_s:
+    for row in map(sweep_record, db["sweeps"].rows_where("finished IS NULL", order_by="id desc")):
+        if row.host != platform.node() or time.time() - (row.heartbeat or 0) > stale_after_s or row.pid is None:
             continue
         try:
-            os.kill(row["pid"], 0)
+            os.kill(row.pid, 0)
         except ProcessLookupError:
             continue
         except PermissionError:

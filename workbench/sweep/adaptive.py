@@ -48,9 +48,9 @@ class Context:
 
     def owns(self, c: compare.Config) -> bool:
         row = c.rows[0]
-        return ((row["method"], row.get("draft"), json.dumps(dict(self.method[2]))) ==
-                (self.method[0], self.method[1], row.get("options")) and row["workload"] == self.workload
-                and row["concurrency"] == self.concurrency)
+        return ((row.method, row.draft, json.dumps(dict(self.method[2]))) ==
+                (self.method[0], self.method[1], row.options) and row.workload == self.workload
+                and row.concurrency == self.concurrency)
 
     def message(self) -> str:
         rec = self.last
@@ -114,7 +114,7 @@ class AdaptiveRunner(Runner):
         from the probes alone, so a resumed sweep reports the same figures."""
         assert self.experiment_id is not None  # set by register()
         rows = store.runs_of_experiment(self.db, self.experiment_id)
-        done = {r["key"] for r in rows if r["status"] == "completed"}
+        done = {r.key for r in rows if r.status == "completed"}
         cs = compare.configs(rows)
         baselines = [c for c in cs if c.method == "baseline"]
         spec: dict[int, list[compare.Config]] = {}

@@ -178,7 +178,7 @@ class Runner:
         exp_id, ids = self._register(part)
         self.experiment_id = exp_id
         self.ids.update(ids)
-        status = {r["id"]: r["status"] for r in store.runs_of_experiment(self.db, exp_id)}
+        status = {r.id: r.status for r in store.runs_of_experiment(self.db, exp_id)}
         return [r for r in part.runs if status[ids[r.key]] not in ("completed", "skipped")]
 
     def start_sweep(self, runs: int, pending: int) -> None:
@@ -202,7 +202,7 @@ class Runner:
         groups: dict[str, list[Run]] = {}
         for r in pending:
             groups.setdefault(r.server.key, []).append(r)
-        stored = {row["id"]: json.loads(row["warnings"] or "[]")
+        stored = {row.id: json.loads(row.warnings or "[]")
                   for row in store.runs_of_experiment(self.db, self.experiment_id)}
         index: dict[str, int] = {}
         for runs in groups.values():

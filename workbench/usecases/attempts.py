@@ -37,7 +37,7 @@ def latest(p: Plan, db: store.Database | None) -> Latest:
         attempt, experiment, k = k, found, k + 1
     if experiment is None or db is None:
         return Latest(attempt, None, len(p.runs), 0)
-    status = {r["key"]: r["status"] for r in store.runs_of_experiment(db, experiment)}
+    status = {r.key: r.status for r in store.runs_of_experiment(db, experiment)}
     return Latest(attempt, experiment, len(p.runs), sum(status.get(r.key) in DONE for r in p.runs))
 
 
@@ -93,8 +93,8 @@ def add_repeats(p: Plan, found: Latest, db: store.Database | None, k: int) -> Pl
                               "repeats to; run it first")
     check_count(k)
     rows = store.runs_of_experiment(db, found.experiment)
-    stored = {row["key"] for row in rows}
-    numbers = sorted({row["repeat"] for row in rows if row["repeat"] is not None}, reverse=True)
+    stored = {row.key for row in rows}
+    numbers = sorted({row.repeat for row in rows if row.repeat is not None}, reverse=True)
     # One run stands for each configuration the experiment holds: an adaptive sweep registers only the
     # N it chose, and a configuration it never ran gets no repeats.
     configurations: dict[str, Run] = {}
@@ -105,7 +105,7 @@ def add_repeats(p: Plan, found: Latest, db: store.Database | None, k: int) -> Pl
     for r in configurations.values():
         highest = next(n for n in numbers if _as_repeat(r, n).key in stored)
         added += [_as_repeat(r, highest + i) for i in range(1, k + 1)]
-    after = max((row["seq"] for row in rows if row["seq"] is not None), default=-1) + 1
+    after = max((row.seq for row in rows if row.seq is not None), default=-1) + 1
     whole = choose(p, found, again=False)
     # The added runs are all measured: auto repeats would stop them early by the interval of these
     # alone, and an adaptive sweep would choose N again instead of repeating what it chose.

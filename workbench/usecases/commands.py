@@ -8,7 +8,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from workbench import launch, methods
+from workbench import launch, methods, store
 from workbench.host import gpus
 from workbench.host.engine import VllmInstall
 from workbench.plan import Plan
@@ -36,19 +36,19 @@ def preview_lines(launches: list[Launch]) -> list[str]:
     return [line for item in launches for line in [item.command, *(f"    {label}" for label in item.runs)]]
 
 
-def serve_command(row: dict, port: int = 8000) -> str:
+def serve_command(row: store.RunRecord, port: int = 8000) -> str:
     """The command that serves a measured configuration as it was measured: the one its run
     stored (what `preview` showed before it started), on a fixed port. A run imported without
     a command (`import-bench`) gets `vllm serve TARGET --speculative-config ...` built the same way,
     or, when the run lacks what that needs (its draft), a shell comment saying so."""
-    stored = row.get("command")
+    stored = row.command
     if stored:
         return re.sub(r"--port \S+", f"--port {port}", stored)
-    options = json.loads(row["options"]) if row.get("options") else None
+    options = json.loads(row.options) if row.options else None
     try:
-        config = methods.speculative_config(row["method"], row.get("n"), row.get("draft"), options)
+        config = methods.speculative_config(row.method or "", row.n, row.draft, options)
     except methods.MethodError as exc:
         # A stored run can lack what its method needs (a draft_model run imported without its
         # draft): the Compare page and the report show why no command is given instead of failing.
         return f"# no serve command for this run: {exc}"
-    return shlex.join(["vllm", "serve", row["target"], "--port", str(port), *methods.speculative_args(config)])
+    return shlex.join(["vllm", "serve", row.target or "?", "--port", str(port), *methods.speculative_args(config)])

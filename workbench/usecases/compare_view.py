@@ -33,7 +33,7 @@ class Tally:
 
 @dataclass(frozen=True)
 class CompareView:
-    rows: list[dict]                  # the runs compared, as stored
+    rows: list[store.RunRecord]       # the runs compared, as stored
     db_path: Path | None              # where they were read (per-request and GPU charts), None if unknown
     include_partial: bool             # partial runs counted in every figure
     caption: str                      # the run conditions in one line, "" without runs
@@ -54,7 +54,7 @@ class CompareView:
     what_if_source: str               # the imposed curves' sources, "?" where no what-if row names one
     provenance: list[tuple[str, dict[str, list[int]]]]  # fields that differ: (label, {value: run ids})
     tally: Tally
-    pinned_row: dict | None = None    # the pinned baseline run, None: each experiment's own baseline
+    pinned_row: store.RunRecord | None = None  # the pinned baseline run, None: each experiment's own baseline
     pinned_note: str = ""             # which run is the pinned baseline and where it came from, in one sentence
     pinned_missing: str = ""          # the concurrencies the pinned run lacks, in one sentence ("" for none)
 
@@ -69,7 +69,7 @@ class CompareView:
         return tuple(name for name in ALL_CHARTS if name not in self.drawable)
 
 
-def chart_data(rows: list[dict], cs: list[compare.Config], db_path: str | Path | None,
+def chart_data(rows: list[store.RunRecord], cs: list[compare.Config], db_path: str | Path | None,
                include_partial: bool = False) -> dict[str, list[dict]]:
     """Every chart's data, per-request attribution and GPU power included when the database is
     known; "what_if" holds the what-if table (workbench.analysis.breakeven.rows)."""
@@ -80,9 +80,9 @@ def chart_data(rows: list[dict], cs: list[compare.Config], db_path: str | Path |
         db = store.open_db(db_path, readonly=True)
         try:
             counted = compare.WITH_PARTIAL if include_partial else compare.COUNTED
-            done = [r["id"] for r in rows if r["status"] in counted]
+            done = [r.id for r in rows if r.status in counted]
             # An imposed acceptance does not depend on the prompt: what-if runs say nothing per category.
-            data.update(compare.request_data(db, [r["id"] for r in rows if r["status"] in counted
+            data.update(compare.request_data(db, [r.id for r in rows if r.status in counted
                                                   and not compare.is_what_if(r)]))
             data.update(compare.gpu_data(db, done))
         finally:
@@ -90,7 +90,7 @@ def chart_data(rows: list[dict], cs: list[compare.Config], db_path: str | Path |
     return data
 
 
-def with_requests(rows: list[dict], db_path: str | Path) -> list[dict]:
+def with_requests(rows: list[store.RunRecord], db_path: str | Path) -> list[store.RunRecord]:
     """The runs with the figures only their requests hold (TPOT percentiles, the per-request MAL):
     workbench.analysis.latency."""
     db = store.open_db(db_path, readonly=True)
@@ -100,23 +100,22 @@ def with_requests(rows: list[dict], db_path: str | Path) -> list[dict]:
         store.close(db)
 
 
-def provenance_differences(rows: list[dict]) -> list[tuple[str, dict[str, list[int]]]]:
+def provenance_differences(rows: list[store.RunRecord]) -> list[tuple[str, dict[str, list[int]]]]:
     """The fields on which the runs' recorded provenance differs (runs without one left out)."""
-    return provenance.differences({r["id"]: json.loads(r["provenance"]) if r.get("provenance") else None
-                                   for r in rows})
+    return provenance.differences({r.id: json.loads(r.provenance) if r.provenance else None for r in rows})
 
 
-def tally(rows: list[dict]) -> Tally:
+def tally(rows: list[store.RunRecord]) -> Tally:
     def count(status: str) -> int:
-        return sum(1 for r in rows if r["status"] == status)
+        return sum(1 for r in rows if r.status == status)
 
-    return Tally(experiments=tuple(sorted({r["experiment_id"] for r in rows})), runs=len(rows),
+    return Tally(experiments=tuple(sorted({r.experiment_id for r in rows})), runs=len(rows),
                  completed=count("completed"), partial=count("partial"), failed=count("failed"),
                  what_if=sum(1 for r in rows if compare.is_what_if(r)))
 
 
-def pinned_run(run_id: int, rows: list[dict], db_path: str | Path | None,
-               include_partial: bool = False) -> tuple[dict, str | None]:
+def pinned_run(run_id: int, rows: list[store.RunRecord], db_path: str | Path | None,
+               include_partial: bool = False) -> tuple[store.RunRecord, str | None]:
     """The pinned run and its experiment's name, read from the results file (it may belong to an
     experiment not among `rows`), or found among `rows` when there is no file; PinnedBaselineError,
     in one line, when it cannot be the baseline."""
@@ -126,7 +125,7 @@ def pinned_run(run_id: int, rows: list[dict], db_path: str | Path | None,
             return pinned_baseline.read(db, run_id, include_partial)
         finally:
             store.close(db)
-    row = next((r for r in rows if r["id"] == run_id), None)
+    row = next((r for r in rows if r.id == run_id), None)
     why = pinned_baseline.refusal(run_id, row, include_partial)
     if why:
         raise pinned_baseline.PinnedBaselineError(why)
@@ -134,7 +133,7 @@ def pinned_run(run_id: int, rows: list[dict], db_path: str | Path | None,
     return row, None
 
 
-def build(rows: list[dict], db_path: str | Path | None = None, include_partial: bool = False,
+def build(rows: list[store.RunRecord], db_path: str | Path | None = None, include_partial: bool = False,
           pinned: int | None = None) -> CompareView:
     """The view of `rows`; reads the database at `db_path` (per-request and GPU figures) when it exists.
     With `pinned` (a run id), every speedup and latency ratio is against that run; PinnedBaselineError
@@ -145,7 +144,7 @@ def build(rows: list[dict], db_path: str | Path | None = None, include_partial: 
     cs = compare.configs(rows, include_partial)
     pin = pinned_baseline.apply(cs, pin_row, pin_name) if pin_row is not None else None
     data = chart_data(rows, cs, db_path, include_partial)
-    by_id = {r["id"]: r for r in rows}
+    by_id = {r.id: r for r in rows}
     table = answer.answer_rows(cs)
     commands_of = {r["run"]: commands.serve_command(by_id[r["run"]]) for r in table}
     for r in table:
@@ -165,12 +164,13 @@ def build(rows: list[dict], db_path: str | Path | None = None, include_partial: 
         what_if_export=[{"what_if": True, **r} for r in what_if],
         what_if_sentences=breakeven.sentences(cs), what_if_source=breakeven.source_text(what_if),
         # The pinned run's provenance counts: it is one of the runs every speedup rests on.
-        provenance=provenance_differences(rows + ([pin.row] if pin and pin.row["id"] not in by_id else [])),
+        provenance=provenance_differences(rows + ([pin.row] if pin and pin.row.id not in by_id else [])),
         tally=tally(rows), pinned_row=pin.row if pin else None, pinned_note=pin.sentence if pin else "",
         pinned_missing=pin.missing if pin else "")
 
 
-def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int] | None = None) -> list[dict]:
+def select(db_path: str | Path, experiment: int | None = None,
+           run_ids: list[int] | None = None) -> list[store.RunRecord]:
     """The runs of `experiment` (the latest by default), or the chosen runs with the baselines of
     their experiments; ExportError, in one line, when there are none or the file cannot be read."""
     try:
@@ -179,14 +179,14 @@ def select(db_path: str | Path, experiment: int | None = None, run_ids: list[int
         raise ExportError(str(exc)) from None
     try:
         if run_ids:
-            rows = [r for r in store.runs(db) if r["id"] in set(run_ids)]
-            missing = set(run_ids) - {r["id"] for r in rows}
+            rows = [r for r in store.runs(db) if r.id in set(run_ids)]
+            missing = set(run_ids) - {r.id for r in rows}
             if missing:
                 raise ExportError(f"no run {min(missing)} in the database")
             # Speedups need the matching baselines even when only speculative runs were chosen.
-            experiments = {r["experiment_id"] for r in rows}
-            rows += [r for r in store.runs(db) if r["method"] == "baseline" and r["experiment_id"] in experiments
-                     and r["id"] not in set(run_ids)]
+            experiments = {r.experiment_id for r in rows}
+            rows += [r for r in store.runs(db) if r.method == "baseline" and r.experiment_id in experiments
+                     and r.id not in set(run_ids)]
             return rows
         if experiment is None:
             experiment = store.latest_experiment(db)

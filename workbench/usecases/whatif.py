@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -29,22 +30,22 @@ def curve_from_run(db, run_id: int) -> dict:
     return _curve_of(row)
 
 
-def _curve_of(row: dict) -> dict:
-    run_id = row["id"]
-    if row["method"] == "baseline" or not row.get("per_position"):
+def _curve_of(row: store.RunRecord) -> dict:
+    run_id = row.id
+    if row.method == "baseline" or not row.per_position:
         raise WhatIfError(f"run {run_id} measured no acceptance (a baseline, or a run without drafts)")
-    if row["method"] in TEXT_DRAFTERS:
-        raise WhatIfError(f"run {run_id} is {row['method']}, which drafts from the generated text: "
+    if row.method in TEXT_DRAFTERS:
+        raise WhatIfError(f"run {run_id} is {row.method}, which drafts from the generated text: "
                           "not a what-if method (dummy weights make that text noise)")
-    if row["status"] != "completed":
-        raise WhatIfError(f"run {run_id} is {row['status']}, not completed: its curve is not a measurement")
-    if row.get("what_if"):
+    if row.status != "completed":
+        raise WhatIfError(f"run {run_id} is {row.status}, not completed: its curve is not a measurement")
+    if row.what_if:
         raise WhatIfError(f"run {run_id} is itself a what-if run: its curve was imposed, not measured")
-    rates = [round(min(1.0, p), 4) for p in json.loads(row["per_position"])]
+    rates = [round(min(1.0, p), 4) for p in row.per_position]
     for i in range(1, len(rates)):  # a survival curve; a ratio of counters rounds to within 1e-4
         rates[i] = min(rates[i], rates[i - 1])
-    source = (f"measured: run {run_id} ({row['method']} N={row['n']}, {row['workload']}, "
-              f"c={row['concurrency']}, MAL {acceptance.mal_of(rates):.2f})")
+    source = (f"measured: run {run_id} ({row.method} N={row.n}, {row.workload}, "
+              f"c={row.concurrency}, MAL {acceptance.mal_of(rates):.2f})")
     return {"rates": rates, "source": source}
 
 
@@ -58,10 +59,10 @@ def _model_ref(path: str | None) -> str | None:
     return path
 
 
-def _served_as(db, row: dict) -> dict:
+def _served_as(db, row: store.RunRecord) -> dict:
     """The [target] and [server] tables of the plan the run came from ({} when it is not stored or
     does not parse: the what-if plan then falls back to the defaults)."""
-    text = store.experiment_plan(db, row["experiment_id"]) if row.get("experiment_id") else None
+    text = store.experiment_plan(db, row.experiment_id) if row.experiment_id else None
     try:
         doc = tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
@@ -76,26 +77,26 @@ def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats
     if row is None:
         raise WhatIfError(f"no run {run_id} in this database")
     curve = _curve_of(row)
-    method = {"method": row["method"], "n": row["n"], "acceptance": curve}
-    if row.get("draft"):
-        method["draft"] = _model_ref(row["draft"])
-    options = json.loads(row.get("options") or "{}")
+    method = {"method": row.method, "n": row.n, "acceptance": curve}
+    if row.draft:
+        method["draft"] = _model_ref(row.draft)
+    options = json.loads(row.options or "{}")
     if options:
         method["options"] = options
-    workload = {"names": [row["workload"]], "num_prompts": row["num_prompts"], "max_tokens": row["max_tokens"],
-                "warmup": row["warmup"], "concurrency": concurrency or [row["concurrency"]],
-                "temperature": row["temperature"], "top_p": row["top_p"], "repeats": repeats,
-                "ignore_eos": bool(row.get("ignore_eos"))}
+    workload: dict[str, Any] = {"names": [row.workload], "num_prompts": row.num_prompts, "max_tokens": row.max_tokens,
+                "warmup": row.warmup, "concurrency": concurrency or [row.concurrency],
+                "temperature": row.temperature, "top_p": row.top_p, "repeats": repeats,
+                "ignore_eos": bool(row.ignore_eos)}
     # The server as the measured run had it (length, dtype, eager or compiled, extra arguments):
     # a step costs what the kernels vLLM picks cost, so the pair differs only in weights and sampler.
     served = _served_as(db, row)
-    target = {**served.get("target", {}), "model": _model_ref(row["target"])}
+    target = {**served.get("target", {}), "model": _model_ref(row.target)}
     doc = {"name": f"what-if-of-run-{run_id}", "target": target,
            "sweep": {"mode": "what-if", **({} if baseline else {"baseline": False})},
            "methods": [method], "workload": workload}
     if served.get("server"):
         doc["server"] = served["server"]
-    profile = json.loads(row.get("profile") or "{}")
+    profile = json.loads(row.profile or "{}")
     if profile and profile.get("kind", "local") != "local":
         doc["profile"] = profile
     return f"# Run {run_id}'s configuration with dummy weights and its own measured acceptance.\n" + tomli_w.dumps(doc)
