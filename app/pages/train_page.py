@@ -20,7 +20,7 @@ from app.jobs.child import Child
 from app.widgets.train_form import TrainForm
 from app.widgets.train_view import STEP_TITLES, StepList, TrainCharts, detail
 from workbench import events, train
-from workbench.cli import train as train_cli
+from workbench.usecases import children
 
 
 class TrainPage(QWidget):
@@ -93,8 +93,8 @@ class TrainPage(QWidget):
         self.show_folder()
 
     def argv(self, events_path: Path) -> list[str]:
-        """The child's `draftbench` arguments, built by the CLI's own `train` parser."""
-        return train_cli.command_line(**self.form.options(), events=str(events_path))
+        """The child's `draftbench` arguments, as the `train` parser reads them."""
+        return children.train_args(**self.form.options(), events=str(events_path))
 
     # -- running -------------------------------------------------------------------------------------
     @property
