@@ -28,7 +28,7 @@ from app.pages.train_page import TrainPage
 from app.remote_run import RemoteRun
 from app.rerun import Rerun
 from workbench import __version__, events, paths, plan, store
-from workbench.host import engine, gpus
+from workbench.usecases import host_facts
 
 DEMO_PLAN = QUICK  # the first plan a new user sees; the full demo is one click away
 MAX_RECENT = 8
@@ -38,9 +38,9 @@ def settings() -> QSettings:
     return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.IniFormat)
 
 
-def _probe(vllm: engine.VllmInstall | None) -> tuple[engine.VllmInstall, set[str]]:
-    install = vllm or engine.probe()
-    return install, engine.optional_modules(install)
+def _probe(vllm: host_facts.VllmInstall | None) -> tuple[host_facts.VllmInstall, set[str]]:
+    install = vllm or host_facts.probe_vllm()
+    return install, host_facts.optional_modules(install)
 
 
 class MainWindow(QMainWindow):
@@ -49,7 +49,7 @@ class MainWindow(QMainWindow):
 
     engine_probed = Signal(object)
 
-    def __init__(self, db_path: Path | None = None, vllm: engine.VllmInstall | None = None):
+    def __init__(self, db_path: Path | None = None, vllm: host_facts.VllmInstall | None = None):
         super().__init__()
         wheel_guard.install()
         self.settings = settings()
@@ -59,7 +59,7 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         # Not found until the probe answers, so nothing can start against an unknown vLLM.
-        self.vllm = engine.VllmInstall(engine.default_python(), "?", None, None, None, None, None)
+        self.vllm = host_facts.VllmInstall(host_facts.default_python(), "?", None, None, None, None, None)
         self.probing = True
         self.sweep: Sweep | None = None
         self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self.history.compare.connect(self.compare_runs)
         self.history.pinned_changed.connect(lambda _: self.compare.repin())
         self.experiment.demos.chosen.connect(self.load_demo)
-        worker.run(gpus.detect, self.live, self.live.set_host_gpus)
+        worker.run(host_facts.detect_gpus, self.live, self.live.set_host_gpus)
         self.models.new_experiment.connect(self.new_experiment)
         self.train.evaluate.connect(self.evaluate_draft)
         self.remote_run = RemoteRun(self, self.experiment)
@@ -108,12 +108,12 @@ class MainWindow(QMainWindow):
         self.engine_label = QLabel("checking vLLM…")
         self.statusBar().addPermanentWidget(self.engine_label)
         if vllm is not None and vllm.modules is not None:
-            self._probed((vllm, engine.optional_modules(vllm)))  # already probed: nothing left to ask
+            self._probed((vllm, host_facts.optional_modules(vllm)))  # already probed: nothing left to ask
         else:
             worker.run(lambda: _probe(vllm), self, self._probed)
         QTimer.singleShot(0, self.reattach)
 
-    def _probed(self, found: tuple[engine.VllmInstall, set[str]]) -> None:
+    def _probed(self, found: tuple[host_facts.VllmInstall, set[str]]) -> None:
         self.vllm, modules = found
         self.probing = False
         self.experiment.vllm, self.experiment.modules = self.vllm, modules

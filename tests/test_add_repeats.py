@@ -257,7 +257,7 @@ def _answer(keys: list[tuple[Qt.Key, Qt.KeyboardModifier]]) -> list:
 
 @pytest.mark.usefixtures("demo_models")
 def test_the_dialog_adds_repeats_from_the_keyboard(qtbot, tmp_path, vllm_install, monkeypatch):
-    from app.jobs.sweep import runner_args
+    from workbench.usecases.children import runner_args
     from app.rerun import Choice, FinishedDialog
 
     w, p, started = _finished_window(qtbot, tmp_path, vllm_install, monkeypatch)

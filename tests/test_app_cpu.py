@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from helpers.plans import demo_plan
-from app.jobs import sweep
+from workbench.usecases import children
 from workbench import launch, plan, store
 from workbench.analysis import run_summary
 from workbench.sweep import app_cpu, runner
@@ -50,7 +50,7 @@ def test_a_window_reads_only_our_process_and_only_here():
 
 
 def test_the_app_names_itself_to_the_runner_it_starts():
-    assert sweep.app_env() == {app_cpu.APP_PID_ENV: str(os.getpid())}
+    assert children.runner_env() == {app_cpu.APP_PID_ENV: str(os.getpid())}
 
 
 def test_more_than_five_percent_of_a_core_is_a_warning():

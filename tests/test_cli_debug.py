@@ -119,10 +119,11 @@ def test_any_draftbench_error_is_one_line(monkeypatch, capsys):
 
 def test_the_app_started_with_debug_starts_its_children_with_it(monkeypatch):
     from app import entry
-    from app.jobs import child, sweep
+    from app.jobs import child
+    from workbench.usecases import children
 
     monkeypatch.setattr(child, "debug", False)  # the app's mode lasts its process: put back after the test
-    runner = sweep.runner_args("plan.toml", "r.sqlite", "e.jsonl", "log.txt")
+    runner = children.runner_args("plan.toml", "r.sqlite", "e.jsonl", "log.txt")
     built = []
     # The window itself is left out: what matters is the mode it would start its children in.
     monkeypatch.setattr("app.main.main", lambda db, smoke_test: built.append(child.draftbench_argv(*runner)[1]) or 0)

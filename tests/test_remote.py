@@ -275,7 +275,7 @@ def test_app_menu_checks_the_host_and_refuses_in_one_line(qtbot, sshd, tmp_path,
     from PySide6.QtWidgets import QInputDialog, QMessageBox
 
     from app.main import MainWindow
-    from app.jobs.sweep import runner_args
+    from workbench.usecases.children import runner_args
 
     remote.save("refused-box", sshd.host(identity_file=str(sshd.wrong_key)))
     w = MainWindow(tmp_path / "app.sqlite", vllm_install)

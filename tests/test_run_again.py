@@ -79,7 +79,7 @@ def test_the_first_attempt_keeps_the_plain_hash():
 def test_the_app_asks_to_run_a_finished_plan_again(qtbot, tmp_path, vllm_install, monkeypatch):
     import tomllib
 
-    from app.jobs.sweep import runner_args
+    from workbench.usecases.children import runner_args
     from app.main import MainWindow
     from app.rerun import Choice
 

@@ -1,5 +1,6 @@
-"""The Train page starts `draftbench train` with arguments built from the CLI's own parser: every
-field of the form arrives as the option the parser reads."""
+"""The Train page starts `draftbench train` with arguments the CLI's own parser reads: every field
+of the form arrives as the option the parser reads, and the usecases' list of its options is the
+parser's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from workbench import cli
 from workbench.cli import train as train_cli
+from workbench.usecases import children
 
 
 def test_every_field_of_the_train_form_reaches_the_cli_parser(qtbot, tmp_path):
@@ -48,7 +50,17 @@ def test_every_field_of_the_train_form_reaches_the_cli_parser(qtbot, tmp_path):
 
 
 def test_an_option_the_parser_lacks_is_refused():
-    assert train_cli.command_line(target="t", out="o", num_prompts=4) == \
+    assert children.train_args(target="t", out="o", num_prompts=4) == \
         ["train", "--target", "t", "--out", "o", "--num-prompts", "4"]
     with pytest.raises(ValueError, match="no option for 'num_prompt'"):
-        train_cli.command_line(target="t", out="o", num_prompt=4)
+        children.train_args(target="t", out="o", num_prompt=4)
+
+
+def test_the_usecases_name_every_option_of_the_train_parser():
+    # The usecases sit below the CLI and build `train` without its parser: their list of options
+    # and the flag each becomes must be exactly the parser's.
+    sub = cli.common.Parser(prog="draftbench").add_subparsers()
+    train_cli.register(sub)
+    flags = {a.dest: next(o for o in a.option_strings if o.startswith("--"))
+             for a in sub.choices["train"]._actions if a.option_strings and a.dest != "help"}
+    assert flags == {name: "--" + name.replace("_", "-") for name in children.TRAIN_OPTIONS}

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from workbench import events
-from workbench.host import process
+from workbench.usecases import children
 
 
 # True in an app started as `draftbench --debug` (set by app.entry): its children are started with
@@ -25,11 +24,8 @@ debug = False
 
 
 def draftbench_argv(*args: str) -> tuple[str, list[str]]:
-    """The `draftbench` command line for a child process of the app."""
-    # In the desktop bundle the executable is `draftbench` itself; otherwise it is Python.
-    prefix = [] if getattr(sys, "frozen", False) else ["-m", "app"]
-    # --debug before the verb, where the command line takes it.
-    return sys.executable, [*prefix, *(["--debug"] if debug else []), *args]
+    """The `draftbench` command line for a child process of the app (built by the usecases)."""
+    return children.program(*args, debug=debug)
 
 
 class Child(QObject):
@@ -60,13 +56,13 @@ class Child(QObject):
         environment; raises OSError when it cannot start."""
         program, argv = draftbench_argv(*args)
         with open(stderr_path, "ab") as log:
-            proc = process.start([program, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd,
+            proc = children.start([program, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd,
                                  env={**os.environ, **env} if env else None)
         return cls(proc.pid, events_path, stderr_path, parent, proc)
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None if self.proc is not None else process.alive(self.pid)
+        return self.proc.poll() is None if self.proc is not None else children.alive(self.pid)
 
     @property
     def exit_code(self) -> int | None:
@@ -101,7 +97,7 @@ class Child(QObject):
     def stop(self) -> None:
         """SIGTERM: the child stops what it runs (a server, a trainer), keeps what is finished, and exits."""
         if self.alive:  # once reaped, the pid may be another process's
-            process.send(self.pid)
+            children.stop(self.pid)
 
     def wait(self, timeout_s: float) -> None:
         """Waits for a child this app started to exit, then emits what is left (its end included)."""

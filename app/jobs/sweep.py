@@ -12,26 +12,7 @@ from pathlib import Path
 
 from app.jobs.child import Child
 from workbench import events, paths, store
-from workbench.sweep import app_cpu
-
-
-def runner_args(plan_path: str, db_path: str, events_path: str, log_path: str,
-                remote: str | None = None, ray: str | None = None, again: bool = False,
-                add_repeats: int = 0) -> list[str]:
-    """The `draftbench` arguments of a sweep's runner."""
-    # On a remote host the local process streams the host's events and rows here; Stop (SIGTERM)
-    # stops the sweep there. On a Ray cluster this process is the driver, writing the database here.
-    where = ["--remote", remote] if remote else ["--ray", ray] if ray else []
-    # --again: a new experiment of a plan whose runs are all complete; --add-repeats: more repeats
-    # in its latest experiment instead (app/rerun.py).
-    again_arg = ["--again"] if again else ["--add-repeats", str(add_repeats)] if add_repeats else []
-    return ["run", plan_path, "--db", db_path, "--events", events_path, "--log", log_path, "--own-group", *where,
-            *again_arg]
-
-
-def app_env() -> dict[str, str]:
-    """The environment that names the app to the runner it starts."""
-    return {app_cpu.APP_PID_ENV: str(os.getpid())}
+from workbench.usecases import children
 
 
 class Sweep(Child):
@@ -69,9 +50,9 @@ class Sweep(Child):
         events_path = folder / f"{stamp}-{os.getpid()}.events.jsonl"
         stderr = events_path.with_suffix("").with_suffix(".stderr.txt")
         events_path.touch()
-        args = runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray, again, add_repeats)
+        args = children.runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray, again, add_repeats)
         # The runner reads this process's CPU over every measurement window (workbench.sweep.app_cpu).
-        return super().start(args, events_path, stderr, Path.cwd(), parent, env=app_env())
+        return super().start(args, events_path, stderr, Path.cwd(), parent, env=children.runner_env())
 
     def close_row(self, db_path: Path) -> None:
         """Once the runner is gone: a runner that exited without closing its sweep row (killed, or

@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from app.models.columns import header as column_header
 from workbench import store
 from workbench.analysis import compare, lossless
-from workbench.host import provenance
+from workbench.usecases import host_facts
 
 COLUMNS = [
     ("id", "Run", "Run id in the database"),
@@ -60,7 +60,7 @@ def cell(row: dict, key: str, role):
         if key == "started":
             return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
         if key == "provenance":
-            return provenance.summary(json.loads(value))
+            return host_facts.provenance_summary(json.loads(value))
         if key == "gpus":
             return ",".join(map(str, json.loads(value)))
         if key == "method" and row.get("what_if"):
@@ -76,7 +76,7 @@ def cell(row: dict, key: str, role):
     if role == Qt.ToolTipRole and key == "method" and row.get("what_if"):
         return compare.marker(store.run_record(row))
     if role == Qt.ToolTipRole and key == "provenance" and value:
-        return "\n".join(f"{label}: {text}" for label, text in provenance.rows(json.loads(value)))
+        return "\n".join(f"{label}: {text}" for label, text in host_facts.provenance_rows(json.loads(value)))
     if role == SORT_ROLE:
         return value if value is not None else ("" if key in ("provenance", "tags") else -1)
     if role == Qt.TextAlignmentRole and key not in ("status", "tags", "target", "method", "workload", "error", "started",

@@ -22,14 +22,13 @@ from app.widgets.target_box import TargetBox
 from app.widgets.workload_box import WorkloadBox
 from app.widgets import form_keep, plan_types
 from workbench import methods, plan
-from workbench.host import engine, gpus
 from workbench.plan import profiles
-from workbench.usecases import commands, findings
+from workbench.usecases import commands, findings, host_facts
 
 class ExperimentPage(QWidget):
     run_requested = Signal(object, str)  # the plan, its TOML text
 
-    def __init__(self, vllm: engine.VllmInstall, modules: set[str], parent=None):
+    def __init__(self, vllm: host_facts.VllmInstall, modules: set[str], parent=None):
         super().__init__(parent)
         self.vllm = vllm
         self.modules = modules
@@ -46,7 +45,7 @@ class ExperimentPage(QWidget):
         self.run_remote: str | None = None
         # "none" until detection answers (off the GUI thread: the vendor tools can take seconds).
         self.host_platform = "none"
-        worker.run(gpus.detect, self, self._gpus_detected)
+        worker.run(host_facts.detect_gpus, self, self._gpus_detected)
 
         # The plan's keys as fields, made from their declarations (workbench.plan.schema); a key
         # labelled for the form that no group places shows in the group of its table, or below.

@@ -23,8 +23,8 @@ from app.widgets import theme
 from app.widgets.slots_table import SlotsTable
 from workbench import events, store
 from workbench.analysis import compare
-from workbench.host import cpu
-from workbench.sweep.eta import SweepClock
+from workbench.usecases import host_facts
+from workbench.usecases.live_feed import SweepClock
 
 __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
 
@@ -268,7 +268,7 @@ class LivePage(QWidget):
         self.slots.on_event(event)
         if isinstance(event, events.SweepStarted):
             # What this model's servers took here before: an ETA from the first server on.
-            self.clock = SweepClock(known=cpu.measured())
+            self.clock = SweepClock(known=host_facts.cpu_measured())
         self.clock.feed(event)
         if self.pace.on_event(event):
             self._set_pace()

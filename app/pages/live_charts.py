@@ -21,7 +21,7 @@ from app.widgets import fast_grid, theme
 from app.widgets.charts import right_axis_curve, side_legend
 from app.widgets.plot_state import PlotState
 from app.widgets.theme import integer_ticks
-from workbench.metrics import telemetry
+from workbench.usecases import live_feed
 from workbench.report import palette
 from workbench.store import RunRecord
 
@@ -294,7 +294,7 @@ class LiveCharts:
         readings = data.telemetry
         if readings:
             t0 = readings[0][0]
-            for i, (name, s) in enumerate(telemetry.series(readings).items()):
+            for i, (name, s) in enumerate(live_feed.telemetry_series(readings).items()):
                 t = np.asarray(s["t"]) - t0
                 for kind, plot, values in (("power", self.power_plot, s["power"]),
                                            ("util", self.util_plot, s["util"])):

@@ -14,8 +14,7 @@ from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
 from workbench import paths
 from workbench.plan import catalog
-from workbench.checkpoints import hub
-from workbench.usecases import whatif
+from workbench.usecases import hub, whatif
 
 PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
 CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows the models downloaded here (vLLM "

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMessageBox, QP
 from app.jobs.child import Child
 from app.widgets.train_form import TrainForm
 from app.widgets.train_view import STEP_TITLES, StepList, TrainCharts, detail
-from workbench import events, train
-from workbench.cli import train as train_cli
+from workbench import events
+from workbench.usecases import children, training
 
 
 class TrainPage(QWidget):
@@ -32,7 +32,7 @@ class TrainPage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.child: Child | None = None
-        self.curve = train.LossCurve()
+        self.curve = training.LossCurve()
         self._cancelling = False
         self.summary: dict | None = None
         # One redraw for all the training steps that arrived together (a poll reads them in a batch).
@@ -93,8 +93,8 @@ class TrainPage(QWidget):
         self.show_folder()
 
     def argv(self, events_path: Path) -> list[str]:
-        """The child's `draftbench` arguments, built by the CLI's own `train` parser."""
-        return train_cli.command_line(**self.form.options(), events=str(events_path))
+        """The child's `draftbench` arguments, as the `train` parser reads them."""
+        return children.train_args(**self.form.options(), events=str(events_path))
 
     # -- running -------------------------------------------------------------------------------------
     @property
@@ -121,7 +121,7 @@ class TrainPage(QWidget):
             QMessageBox.warning(self, "Train", f"cannot write in the output folder {out}: {exc.strerror}")
             return
         # The curve so far (earlier attempts in this folder); this run's steps arrive as events.
-        self.curve = train.LossCurve.read(out)
+        self.curve = training.LossCurve.read(out)
         self._cancelling, self.summary = False, None
         try:
             self.child = Child.start(self.argv(events_path), events_path, events_path.with_suffix(".stderr.txt"),
@@ -183,7 +183,7 @@ class TrainPage(QWidget):
         for item in self.steps.items.values():
             if item.text(1) == "running":
                 item.setText(1, outcome)
-        self.start_button.setText("Resume" if train.folder_state(Path(self.form.out.text()))["resumable"] else "Start")
+        self.start_button.setText("Resume" if training.folder_state(Path(self.form.out.text()))["resumable"] else "Start")
         child.deleteLater()
         self.finished.emit(outcome)
 
@@ -239,7 +239,7 @@ class TrainPage(QWidget):
         if self.running:
             return
         text = self.form.out.text().strip()
-        state = train.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
+        state = training.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
         if state.get("config"):
             self.form.load_config(state["config"], state["done"])
         self.steps.show_done(state["done"])
@@ -251,11 +251,11 @@ class TrainPage(QWidget):
             reg = state["done"]["register"]
             self.summary = {"plan": reg["plan"], "pair": reg["pair"],
                             "checkpoint": state["done"].get("checkpoint", {}).get("path")}
-        self.curve = train.LossCurve.read(Path(text)) if text else train.LossCurve()
+        self.curve = training.LossCurve.read(Path(text)) if text else training.LossCurve()
         if state.get("error"):
             self.status.setText(state["error"])
         elif state["done"]:
-            self.status.setText(f"{len(state['done'])} of {len(train.STEPS)} steps finished in this folder"
+            self.status.setText(f"{len(state['done'])} of {len(training.STEPS)} steps finished in this folder"
                                 + (": Resume goes on from there." if state["resumable"] else "."))
         self.charts.draw(self.curve)
 

@@ -12,21 +12,20 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMainWindow, QProgressDialog
 
 from app.jobs import worker
-from workbench.checkpoints import demo
-from workbench.host import cpu
+from workbench.usecases import demo_model, host_facts
 
-Builder = Callable[[demo.Progress], Any]
+Builder = Callable[[demo_model.Progress], Any]
 
 
-def build(progress: demo.Progress) -> Any:
+def build(progress: demo_model.Progress) -> Any:
     """On the worker: the demo model built where missing, then this CPU's dtype measured (once)."""
-    demo.ensure(progress=progress)
-    return cpu.demo_choice(measure=False)
+    demo_model.ensure(progress=progress)
+    return host_facts.demo_cpu_choice(measure=False)
 
 
 def needed() -> bool:
     """Whether the build has anything to do (a few file reads, so it is asked on the GUI thread)."""
-    return any(demo.status(m) != "ready" for m in demo.ALL) or cpu.stored() is None
+    return any(demo_model.status(m) != "ready" for m in demo_model.ALL) or host_facts.demo_cpu_stored() is None
 
 
 class DemoBuild(QObject):
@@ -49,7 +48,7 @@ class DemoBuild(QObject):
             return False
         self.running = True
         # Only the folders take long enough for a dialog; timing the dtypes is a status line.
-        if force or any(demo.status(m) != "ready" for m in demo.ALL):
+        if force or any(demo_model.status(m) != "ready" for m in demo_model.ALL):
             self.dialog = QProgressDialog("Building the demo model (once, about a minute on 2 cores)…",
                                           "", 0, 100, self.window)
             self.dialog.setWindowTitle("Demo model")

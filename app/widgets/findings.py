@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel
 
 from app.jobs import worker
 from workbench import plan
-from workbench.host import engine
+from workbench.usecases import host_facts
 from workbench.plan import profiles
 from workbench.usecases.findings import ERROR, WARNING, Finding
 
@@ -77,7 +77,7 @@ class FindingsPanel(QLabel):
         self.setText("<br>".join(lines))
 
 
-def plan_summary(p: plan.Plan, vllm: engine.VllmInstall) -> str:
+def plan_summary(p: plan.Plan, vllm: host_facts.VllmInstall) -> str:
     """The panel's first line: how many runs on how many launches, and where vLLM runs."""
     profile = p.runs[0].server.profile if p.runs else profiles.Profile()
     if profile.kind == "attach":

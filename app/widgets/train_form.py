@@ -10,10 +10,10 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QLineEdit, QMessageBox, QPushButton, QSpinBox, QWidget)
 
 from app.widgets.long_value import LongValueEdit
-from workbench import paths, train
-from workbench.checkpoints import demo
+from workbench import paths
+from workbench.usecases import demo_model, training
 
-WORKLOADS = [train.SELF_PROMPTS, "builtin", "gsm8k", "math500", "humaneval", "mbpp"]
+WORKLOADS = [training.SELF_PROMPTS, "builtin", "gsm8k", "math500", "humaneval", "mbpp"]
 METHODS = [("EAGLE-3", "eagle3"), ("DFlash", "dflash")]
 
 
@@ -29,7 +29,7 @@ class TrainForm(QGroupBox):
     def __init__(self, parent=None):
         super().__init__("Training run", parent)
         self.target = QComboBox(editable=True)
-        self.target.addItems([f"demo:{m.name}" for m in demo.ALL if m.role == "target"] or ["demo:smollm2-135m"])
+        self.target.addItems([f"demo:{m.name}" for m in demo_model.ALL if m.role == "target"] or ["demo:smollm2-135m"])
         self.target.setToolTip("The model the draft will serve: a local model folder or demo:NAME. Its own "
                                "greedy answers are the training data, so the draft learns this target's habits.")
         browse_target = QPushButton("Folder…")
@@ -167,12 +167,12 @@ class TrainForm(QGroupBox):
     def use_data_of(self, source: Path) -> None:
         """Reuse another run's data: the form takes its data settings (they must match), keeping
         this run's method, name and folder."""
-        state = train.folder_state(source)
+        state = training.folder_state(source)
         if not state.get("config"):
             QMessageBox.warning(self, "Reuse data", state.get("error") or f"{source} holds no training run")
             return
         # Only the settings that shape the data: method, vocabulary and learning rate stay this run's.
-        data = {k: v for k, v in state["config"].items() if k in train.DATA_KEYS + ("layer_ids",)}
+        data = {k: v for k, v in state["config"].items() if k in training.DATA_KEYS + ("layer_ids",)}
         self.load_config(data, {})
         self.reuse.setText(str(source))
 

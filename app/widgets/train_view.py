@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.widgets import chart_export, theme
-from workbench import train
+from workbench.usecases import training
 
 STEP_TITLES = {
     "prompts": "Choose prompts",
@@ -29,7 +29,7 @@ class StepList(QTreeWidget):
         super().__init__(parent)
         self.setHeaderLabels(["Step", "State", "Detail"])
         self.items: dict[str, QTreeWidgetItem] = {}
-        for key in train.STEPS:
+        for key in training.STEPS:
             item = QTreeWidgetItem([STEP_TITLES[key], "pending", ""])
             self.addTopLevelItem(item)
             self.items[key] = item
@@ -77,14 +77,14 @@ class TrainCharts(QWidget):
         layout.addWidget(self.loss_plot, 3)
         layout.addWidget(self.acc_plot, 2)
 
-    def draw(self, c: train.LossCurve) -> None:
+    def draw(self, c: training.LossCurve) -> None:
         self.train_curve.setData(list(range(1, len(c.train_loss) + 1)), c.train_loss)
         self.val_curve.setData(c.val_step, c.val_loss)
         if c.last_val is self._drawn_val:
             return  # the accuracy bars change only with a validation
         self._drawn_val = c.last_val
         self.acc_plot.clear()
-        acc = train.position_accuracy(c.last_val) if c.last_val else []
+        acc = training.position_accuracy(c.last_val) if c.last_val else []
         if acc:
             self.acc_plot.addItem(pg.BarGraphItem(x=list(range(1, len(acc) + 1)), height=acc, width=0.7,
                                                   brush=theme.color(2)))

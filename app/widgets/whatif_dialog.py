@@ -20,7 +20,7 @@ from app.widgets.methods_table import parse_ints
 from workbench import methods, plan
 from workbench.plan import curves
 from workbench.plan.fields import SHAPE_PREFIX
-from workbench.host.engine import VllmInstall
+from workbench.usecases.host_facts import VllmInstall
 from workbench.usecases import findings, whatif
 
 RATE_TIP = ("Rates are unconditional per-position rates: p_i is the chance that the first i drafted tokens are "

@@ -8,17 +8,17 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QListWidget, QListWidgetItem
 
-from workbench.load import datasets, workloads
+from workbench.usecases import workload_names
 
 
 class WorkloadList(QListWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setToolTip("Prompt sets; each is run at every concurrency")
-        for name, label in [(workloads.BUILTIN, "built-in: all four families")] + \
-                [(f"{workloads.BUILTIN}:{k}", f"built-in: {v}") for k, v in workloads.FAMILIES.items()] + \
-                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in datasets.DATASETS.values()] + \
-                [(workloads.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
+        for name, label in [(workload_names.BUILTIN, "built-in: all four families")] + \
+                [(f"{workload_names.BUILTIN}:{k}", f"built-in: {v}") for k, v in workload_names.FAMILIES.items()] + \
+                [(d.name, f"{d.name}: {d.repo} (Hugging Face Hub, cached once)") for d in workload_names.DATASETS.values()] + \
+                [(workload_names.RANDOM, "random words (no task: a stress test, not a benchmark)")]:
             item = QListWidgetItem(label)
             item.setData(Qt.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemIsUserCheckable)

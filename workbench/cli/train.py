@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from workbench.cli.common import CliError, Parser, append
+from workbench.cli.common import CliError, append
 
 
 def register(sub) -> None:
@@ -34,25 +34,6 @@ def register(sub) -> None:
                    help="reuse the prompts, responses and hidden states of another training folder with the "
                         "same data settings (e.g. train a DFlash draft on an EAGLE-3 run's data)")
     t.set_defaults(handler=train_verb)
-
-
-def command_line(**options) -> list[str]:
-    """`train` with these options, as a child process's arguments: each keyword is named as this
-    parser names the option (num_prompts=4 gives --num-prompts 4; a list gives its items; None
-    leaves it out). The app's Train page builds its child so, and cannot drift from the parser:
-    a keyword the parser lacks raises ValueError."""
-    sub = Parser(prog="draftbench").add_subparsers()
-    register(sub)
-    flags = {a.dest: next(o for o in a.option_strings if o.startswith("--"))
-             for a in sub.choices["train"]._actions if a.option_strings and a.dest != "help"}
-    argv = ["train"]
-    for dest, value in options.items():
-        if dest not in flags:
-            raise ValueError(f"`draftbench train` has no option for {dest!r}")
-        if value is None:
-            continue
-        argv += [flags[dest], *map(str, value if isinstance(value, (list, tuple)) else [value])]
-    return argv
 
 
 def train_verb(args) -> int:
