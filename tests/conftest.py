@@ -192,6 +192,22 @@ def _real_servers_carry_the_marker(request, monkeypatch):
     monkeypatch.setattr(launch.LocalServer, "start", guarded)
 
 
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A real OpenSSH server on 127.0.0.1 for the remote-host tests of one module."""
+    from helpers import sshd as sshd_mod
+
+    server = sshd_mod.start(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def no_agent(monkeypatch):
+    # Only the throwaway keys count, whatever agent the machine running the tests has.
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
 @pytest.fixture(scope="session")
 def demo_models() -> dict[str, Path]:
     return demo.ensure()

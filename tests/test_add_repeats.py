@@ -6,9 +6,7 @@ stand-in (tests/helpers/standins); the rows are read back through the store."""
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -19,22 +17,17 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from helpers.plans import DRAFT, demo_plan
-from helpers.standin_sweep import STANDINS
+from helpers.standin_sweep import run_plan
 from workbench import plan, store
 from workbench.usecases import attempts
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"num_prompts": 2, "max_tokens": 16, "concurrency": [1], "repeats": 2}
 NEVER = ("draftbench: plan 'more' has never been run in this results database: nothing to add repeats to; "
          "run it first")
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DRAFTBENCH_CACHE_DIR": str(tmp_path / "cache"),
-           "STANDIN_REAL_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "workbench.cli", "run", "plan.toml", "--db", str(tmp_path / "r.sqlite"),
-                           "--vllm-python", str(STANDINS / "vllm_python"), *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    return run_plan(tmp_path, *args)
 
 
 def _rows(db_path: Path) -> list[dict]:

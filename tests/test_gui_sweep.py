@@ -84,12 +84,12 @@ def test_gui_runs_a_sweep_live_and_reattaches(qtbot, tmp_path, vllm_install, dem
     second.refresh_history()
     qtbot.waitUntil(lambda: not history.reading and len(history.visible_run_ids()) == 2, timeout=20000)
     history.combos["method"].setCurrentText("ngram")
-    assert history.visible_run_ids() == [runs["ngram"]["id"]]
+    assert history.visible_run_ids() == [runs["ngram"].id]
     history.select_runs(history.visible_run_ids())
     history.open_button.click()
     assert second.tabs.currentWidget() is live
     qtbot.waitUntil(lambda: len(live.positions) == 2, timeout=5000)
-    assert live.feed.run_id == runs["ngram"]["id"]
+    assert live.feed.run_id == runs["ngram"].id
 
 
 def test_headless_database_shows_the_same_figures_as_show(qtbot, recorded_db, tmp_path, vllm_install):

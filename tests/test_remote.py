@@ -19,20 +19,9 @@ from helpers import sshd as sshd_mod
 from helpers.recorded import ROOT
 from workbench import remote, store
 
-pytestmark = pytest.mark.skipif(not os.path.exists(sshd_mod.SSHD), reason="needs OpenSSH's sshd (scripts/bootstrap.sh installs it)")
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    server = sshd_mod.start(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(autouse=True)
-def no_agent(monkeypatch):
-    # Only the throwaway keys count, whatever agent the machine running the tests has.
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+# The sshd fixture is the suite's (conftest.py); no_agent keeps whatever SSH agent this machine has out.
+pytestmark = [pytest.mark.skipif(not os.path.exists(sshd_mod.SSHD), reason="needs OpenSSH's sshd (scripts/bootstrap.sh installs it)"),
+              pytest.mark.usefixtures("no_agent")]
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -4,27 +4,20 @@ plan (the vLLM stand-in serves, tests/helpers/standins)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers.plans import DRAFT, demo_plan
-from helpers.standin_sweep import STANDINS
+from helpers.standin_sweep import run_plan
 from workbench import plan, store
 from workbench.usecases import attempts
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DRAFTBENCH_CACHE_DIR": str(tmp_path / "cache"),
-           "STANDIN_REAL_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "workbench.cli", "run", "plan.toml", "--db", str(tmp_path / "r.sqlite"),
-                           "--vllm-python", str(STANDINS / "vllm_python"), *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    return run_plan(tmp_path, *args)
 
 
 def _experiments(db: Path) -> dict[int, list[str]]:

@@ -3,6 +3,9 @@ label, for the tests that compare a serial sweep's rows with a parallel or a clu
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from helpers.plans import demo_plan
@@ -18,6 +21,17 @@ VARYING = {"counts", "id", "experiment_id", "started", "finished", "command", "a
            "itl_p50_ms", "itl_p99_ms", "tpot_mean_ms", "e2el_mean_ms", "client_cpu_s", "energy_j",
            "power_mean_w", "gpu_util_mean", "gpu_mem_peak_mib", "joules_per_token", "log_tail", "steady_s",
            "steady_tok_s"}
+
+
+def run_plan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`draftbench run plan.toml` in tmp_path as a user runs it, its servers the vLLM stand-in, its
+    results in tmp_path/r.sqlite (the rerun and add-repeats tests)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "DRAFTBENCH_CACHE_DIR": str(tmp_path / "cache"),
+           "STANDIN_REAL_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-m", "workbench.cli", "run", "plan.toml", "--db", str(tmp_path / "r.sqlite"),
+                           "--vllm-python", str(STANDINS / "vllm_python"), *args],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
 
 def standin_plan(sweep: dict | None = None) -> str:
