@@ -44,10 +44,10 @@ from workbench import store
 from workbench.store import queries
 db = store.open_db(sys.argv[1], readonly=True)
 for run in store.runs(db):
-    if run["status"] != "failed":
+    if run.status != "failed":
         continue
-    print(f"== run {run['id']} {run['key']}: {run['error']}")
-    feed, _ = queries.run_feed(db, run["id"], {"logs": 0})
+    print(f"== run {run.id} {run.key}: {run.error}")
+    feed, _ = queries.run_feed(db, run.id, {"logs": 0})
     for (line,) in feed.get("logs", [])[-60:]:
         print("  ", line)
 PY
