@@ -10,22 +10,24 @@ from pathlib import Path
 import pytest
 
 from test_events import EXAMPLES
+from test_outbox import one_of_each
 from workbench import events, messages
+from workbench.sweep import outbox
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 def _every_message() -> list[messages.Message]:
-    return list(EXAMPLES.values())
+    return [*EXAMPLES.values(), *one_of_each()]
 
 
-@pytest.mark.parametrize("family", [events.Event], ids=lambda f: f.TAG)
+@pytest.mark.parametrize("family", [events.Event, outbox.WriterMessage], ids=lambda f: f.TAG)
 def test_every_kind_of_every_family_has_an_example(family):
     assert {type(m).KIND for m in _every_message() if isinstance(m, family)} == set(family.KINDS)
 
 
 @pytest.mark.parametrize("message", _every_message(), ids=lambda m: f"{type(m).TAG}={type(m).KIND}")
 def test_every_kind_round_trips_through_the_one_codec(message):
-    family = next(f for f in (events.Event,) if isinstance(message, f))
+    family = next(f for f in (events.Event, outbox.WriterMessage) if isinstance(message, f))
     data = messages.encode(message)
     assert data[family.TAG] == type(message).KIND
     assert messages.decode(data, family) == message
