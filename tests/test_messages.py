@@ -12,26 +12,32 @@ import pytest
 from test_events import EXAMPLES
 from test_outbox import one_of_each
 from workbench import events, messages
+from workbench.remote import protocol
 from workbench.sweep import outbox
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+STREAM = [protocol.Resume({"samples": 4}, {"samples": {"1": [4, 4]}}), protocol.Resume(),
+          protocol.Rows("samples", [{"id": 3, "run_id": 1, "t": 0.5}]), protocol.Reset("positions", 7),
+          protocol.EventLine('{"event":"run_started"}', 24), protocol.Beat(1700000000.5), protocol.End()]
+
+
 def _every_message() -> list[messages.Message]:
-    return [*EXAMPLES.values(), *one_of_each()]
+    return [*EXAMPLES.values(), *one_of_each(), *STREAM]
 
 
-@pytest.mark.parametrize("family", [events.Event, outbox.WriterMessage], ids=lambda f: f.TAG)
+@pytest.mark.parametrize("family", [events.Event, outbox.WriterMessage, protocol.StreamMessage], ids=lambda f: f.TAG)
 def test_every_kind_of_every_family_has_an_example(family):
     assert {type(m).KIND for m in _every_message() if isinstance(m, family)} == set(family.KINDS)
 
 
 @pytest.mark.parametrize("message", _every_message(), ids=lambda m: f"{type(m).TAG}={type(m).KIND}")
 def test_every_kind_round_trips_through_the_one_codec(message):
-    family = next(f for f in (events.Event, outbox.WriterMessage) if isinstance(message, f))
+    family = next(f for f in (events.Event, outbox.WriterMessage, protocol.StreamMessage) if isinstance(message, f))
     data = messages.encode(message)
     assert data[family.TAG] == type(message).KIND
     assert messages.decode(data, family) == message
-    # Through JSON as a file carries it, and decoded as its own kind.
+    # Through JSON as a file or the SSH stream carries it, and decoded as its own kind.
     assert messages.decode(json.loads(messages.dumps(message)), type(message)) == message
 
 
