@@ -146,3 +146,25 @@ def test_the_stream_keeps_why_the_hosts_sweep_stopped(tmp_path):
     for line in ("[1, 2]", "not json"):
         stream.receive(P.EventLine(line, 30))
     assert out.getvalue().splitlines()[-2:] == ["[1, 2]", "not json"]
+
+
+def test_events_of_another_version_name_the_local_ids_too(tmp_path):
+    local = store.open_db(tmp_path / "local.sqlite")
+    out = io.StringIO()
+    stream = Stream(RemoteHost("box"), Launched(0, "ev.jsonl", "host.sqlite", "", ""), local, out)
+    stream.mirror.ids["runs"][7] = 2
+    stream.mirror.ids["experiments"][3] = 1
+    newer = '{"event":"gpu_throttled","run":7,"experiment":3,"clock_mhz":900}'
+    for n, line in enumerate([newer, events.dumps(events.Alarm(run=7, kind="collapsed", message="m"))]):
+        stream.receive(P.EventLine(line, n + 1))
+    other, alarm = [events.parse(line) for line in out.getvalue().splitlines()]
+    assert isinstance(other, events.Other) and other.fields == {"run": 2, "experiment": 1, "clock_mhz": 900}
+    assert alarm == events.Alarm(run=2, kind="collapsed", message="m")
+
+
+def test_the_stamp_of_a_host_row_is_read_typed():
+    assert P.stamp({"id": 3, "run_id": 1, "t": 2, "mal": 1.5}) == P.Stamp(3, 1, 2.0)
+    assert P.stamp({"id": 1, "status": "pending", "key": "a"}).status == "pending"
+    for damaged in ({"id": "3"}, {"id": 3, "t": "soon"}, {"id": 3, "run_id": 1.5}):
+        with pytest.raises(ValueError):
+            P.stamp(damaged)

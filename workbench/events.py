@@ -9,13 +9,14 @@ optional and left out of the line while unset; the others are always written, nu
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TextIO, TypeVar, dataclass_transform
+
+from workbench import messages
 
 
 class Kind(enum.StrEnum):
@@ -42,36 +43,17 @@ class Kind(enum.StrEnum):
 
 def _rest() -> Any:
     # The fields a kind carries beyond its named ones (a step's own figures), flat on the wire.
-    return field(default_factory=dict, metadata={"rest": True})
+    return field(default_factory=dict, metadata=messages.REST)
 
 
-class Event:
+class Event(messages.Message):
     """A typed record; KIND names its kind (None for a kind this version does not know)."""
 
+    TAG = "event"
     KIND: ClassVar[Kind | None] = None
-    # Every record is a dataclass; declared so that type checkers let dataclasses.fields read one.
-    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_json(self) -> dict:
-        out: dict = {"event": str(self.KIND)}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.metadata.get("rest"):
-                out.update((k, v) for k, v in value.items() if k != "event")
-            elif value is not None or f.default is not None:
-                out[f.name] = value
-        return out
-
-    @classmethod
-    def from_json(cls, obj: dict) -> "Event":
-        """The record of one JSON object of this kind; fields of a newer version are ignored
-        (kept, for a kind with free-form fields). Raises TypeError when a named field is missing."""
-        named = {f.name for f in dataclasses.fields(cls) if not f.metadata.get("rest")}
-        kwargs = {k: v for k, v in obj.items() if k in named}
-        rest = [f.name for f in dataclasses.fields(cls) if f.metadata.get("rest")]
-        if rest:
-            kwargs[rest[0]] = {k: v for k, v in obj.items() if k not in named and k != "event"}
-        return cls(**kwargs)
+        return messages.encode(self)
 
 
 _T = TypeVar("_T")
@@ -282,15 +264,13 @@ class Done(Event):
 @dataclass(frozen=True)
 class Other(Event):
     """A kind this version does not know (a newer runner's), or a known kind that lacks a field:
-    kept whole, so it can be passed on, and ignored by every consumer."""
+    kept whole, so it can be passed on, and ignored by every consumer. Its kind is its `event`
+    field, written under the same key the known kinds are."""
     event: str
-    fields: dict
-
-    def to_json(self) -> dict:
-        return {"event": self.event, **{k: v for k, v in self.fields.items() if k != "event"}}
+    fields: dict = field(default_factory=dict, metadata=messages.REST)
 
 
-RECORDS: dict[Kind, type[Event]] = {cls.KIND: cls for cls in Event.__subclasses__() if cls.KIND is not None}
+RECORDS: dict[str, type[Event]] = {k: c for k, c in Event.KINDS.items() if issubclass(c, Event)}
 Emit = Callable[[Event], None]
 
 
@@ -298,13 +278,10 @@ def from_json(obj: Any) -> Event | None:
     """The record of one decoded JSON value, or None when it is not an event."""
     if not isinstance(obj, dict) or not isinstance(obj.get("event"), str):
         return None
-    cls = RECORDS.get(obj["event"])
-    if cls is not None:
-        try:
-            return cls.from_json(obj)
-        except TypeError:
-            pass
-    return Other(obj["event"], {k: v for k, v in obj.items() if k != "event"})
+    try:
+        return messages.decode(obj, Event)
+    except messages.MessageError:
+        return Other(obj["event"], {k: v for k, v in obj.items() if k != "event"})
 
 
 def parse(line: str | bytes) -> Event | None:
@@ -316,7 +293,7 @@ def parse(line: str | bytes) -> Event | None:
 
 
 def dumps(event: Event) -> str:
-    return json.dumps(event.to_json(), separators=(",", ":"))
+    return messages.dumps(event)
 
 
 class Writer:

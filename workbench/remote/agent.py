@@ -17,9 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from workbench import __version__, store
+from workbench import __version__, messages, store
 from workbench.host import gpus, process
 from workbench.remote import protocol
+from workbench.remote.control import Launched
 from workbench.usecases import doctor
 
 # Rows of store.RUN_TABLES are only ever appended (streamed by id); those of store.MUTABLE_TABLES
@@ -61,8 +62,7 @@ def launch(args) -> int:
             "--events", str(events), "--log", str(log), *args.extra]
     with open(log, "ab") as out:
         proc = process.start(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, close_fds=True)
-    print(json.dumps({"pid": proc.pid, "plan": str(plan), "events": str(events), "log": str(log),
-                      "db": str(db)}))
+    print(messages.dumps(Launched(proc.pid, events=str(events), db=str(db), plan=str(plan), log=str(log))))
     return 0
 
 
@@ -102,9 +102,9 @@ class Follower:
         self.cursors = {t: int(resume.cursors.get(t) or 0) for t in store.RUN_TABLES}
         self.sent: dict[tuple[str, int], str] = {}
         self.local_signature = resume.signature
-        self.status: dict[int, str] = {}
+        self.status: dict[int, str | None] = {}  # per host run, the status last seen
 
-    def send(self, message: protocol.Message) -> None:
+    def send(self, message: protocol.StreamMessage) -> None:
         self.out.write(protocol.encode(message) + "\n")
 
     def reconcile(self) -> None:
@@ -139,14 +139,17 @@ class Follower:
                     continue
                 changed = []
                 for row in self.source.all_rows(table):
+                    head = protocol.stamp(row)
+                    if head.id is None:  # never: every stored row has its table's rowid
+                        continue
                     blob = json.dumps(row, sort_keys=True, default=str)
-                    if self.sent.get((table, row["id"])) != blob:
-                        self.sent[(table, row["id"])] = blob
+                    if self.sent.get((table, head.id)) != blob:
+                        self.sent[(table, head.id)] = blob
                         changed.append(row)
                     if table == "runs":
-                        if row["status"] == "pending" and self.status.get(row["id"]) not in (None, "pending"):
-                            self._reset_run(row["id"], tables)
-                        self.status[row["id"]] = row["status"]
+                        if head.status == "pending" and self.status.get(head.id) not in (None, "pending"):
+                            self._reset_run(head.id, tables)
+                        self.status[head.id] = head.status
                 if changed:
                     self.send(protocol.Rows(table, changed))
                     sent += len(changed)

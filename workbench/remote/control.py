@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench import store
+from workbench import messages, store
 from workbench.remote.host import RemoteError, RemoteHost
 
 
@@ -18,6 +18,7 @@ def source_of(host: "RemoteHost", db: str) -> str:
 
 @dataclass
 class Launched:
+    """Where a remote sweep writes, as the agent's `launch` says it (workbench.messages' record)."""
     pid: int
     events: str
     db: str
@@ -30,10 +31,9 @@ def launch(host: RemoteHost, plan_text: str, extra: list[str] | None = None, db:
     argv = host.agent_argv("launch", "--data-dir", host.data_dir, *(["--db", db] if db else []), "--", *(extra or []))
     proc = host.call(argv, stdin=plan_text, timeout=120)
     try:
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        return messages.decode(json.loads(proc.stdout.strip().splitlines()[-1]), Launched)
+    except (ValueError, IndexError):  # not JSON, or not the record (messages.MessageError)
         raise RemoteError(f"{host.label}: the remote Draftbench did not say what it started") from None
-    return Launched(info["pid"], info["events"], info["db"], info["plan"], info["log"])
 
 
 def dry_run(host: RemoteHost, plan_text: str, extra: list[str] | None = None,

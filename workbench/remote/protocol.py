@@ -3,9 +3,9 @@
 The local side sends one `Resume` (where its mirror stands); the agent then sends `Rows` and
 `Reset` for the database, `EventLine` for each line of the sweep's events file, a `Beat` every
 few seconds, and `End` once the runner is gone and everything is sent. On the wire each is one
-JSON object per line, {"k": KIND, ...}; the short keys are that wire format, read by hosts and
-laptops running other versions, so a field may be added but never renamed. A line of a kind this
-version does not know decodes to None and is skipped.
+JSON object per line, {"k": KIND, ...} (workbench.messages writes and reads it); the short keys
+are that wire format, read by hosts and laptops running other versions, so a field may be added
+but never renamed. A line of a kind this version does not know decodes to None and is skipped.
 """
 
 from __future__ import annotations
@@ -14,119 +14,95 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import messages
+
+
+class StreamMessage(messages.Message):
+    """A line of the follow stream; its kind is written under "k"."""
+
+    TAG = "k"
+
 
 @dataclass(frozen=True)
-class Resume:
+class Resume(StreamMessage):
     """Local to host: the highest host id the mirror holds per appended table, and per host run
     its row count and highest host id there (a run whose rows differ is sent again whole)."""
+    KIND = "resume"
     cursors: dict = field(default_factory=dict)    # table -> host id
     signature: dict = field(default_factory=dict)  # table -> host run id (a string) -> [count, highest id]
 
 
 @dataclass(frozen=True)
-class Rows:
+class Rows(StreamMessage):
     """Rows of one table as the host stores them (host ids, host foreign keys)."""
-    table: str
-    rows: list
+    KIND = "rows"
+    table: str = field(metadata=messages.key("t"))
+    rows: list[dict]
 
 
 @dataclass(frozen=True)
-class Reset:
+class Reset(StreamMessage):
     """The host deleted one run's rows of a table (a rerun): the local copies go."""
-    table: str
+    KIND = "reset"
+    table: str = field(metadata=messages.key("t"))
     run: int
 
 
 @dataclass(frozen=True)
-class EventLine:
+class EventLine(StreamMessage):
     """One line of the sweep's events file, and the byte offset just past it (where a reconnect resumes)."""
+    KIND = "ev"
     line: str
-    offset: int
+    offset: int = field(metadata=messages.key("off"))
 
 
 @dataclass(frozen=True)
-class Beat:
+class Beat(StreamMessage):
     """The agent is alive; its clock."""
+    KIND = "beat"
     t: float
 
 
 @dataclass(frozen=True)
-class End:
+class End(StreamMessage):
     """The runner is gone and everything it wrote has been sent."""
+    KIND = "end"
 
 
-Message = Resume | Rows | Reset | EventLine | Beat | End
+@dataclass(frozen=True)
+class Stamp:
+    """What the stream reads of a host row itself, None where its table has no such column: its
+    host id, its run, its time and (a run's) status."""
+    id: int | None = None  # the mirror hands its callers rows without it (local ids are its own)
+    run_id: int | None = None
+    t: float | None = None
+    status: str | None = None
 
 
-def encode(message: Message) -> str:
+def encode(message: StreamMessage) -> str:
     """The message as its line on the wire (without the newline)."""
-    match message:
-        case Resume(cursors, signature):
-            obj: dict = {"k": "resume", "cursors": cursors, "signature": signature}
-        case Rows(table, rows):
-            obj = {"k": "rows", "t": table, "rows": rows}
-        case Reset(table, run):
-            obj = {"k": "reset", "t": table, "run": run}
-        case EventLine(line, offset):
-            obj = {"k": "ev", "line": line, "off": offset}
-        case Beat(t):
-            obj = {"k": "beat", "t": t}
-        case End():
-            obj = {"k": "end"}
-        case _:
-            raise TypeError(f"not a stream message: {type(message).__name__}")
-    return json.dumps(obj, separators=(",", ":"))
+    if not isinstance(message, StreamMessage):
+        raise TypeError(f"not a stream message: {type(message).__name__}")
+    return messages.dumps(message)
 
 
-def decode(line: str | bytes) -> Message | None:
+def decode(line: str | bytes) -> StreamMessage | None:
     """The message of one line; None for a line that is not one (blank, cut, not JSON, a kind
     this version does not know, a known kind without its fields)."""
     try:
         obj: Any = json.loads(line)
     except ValueError:
         return None
-    if not isinstance(obj, dict):
-        return None
     # Earlier versions sent the resume point without a kind ({} for an empty mirror).
-    kind = obj.get("k", "resume" if "cursors" in obj or not obj else None)
+    if isinstance(obj, dict) and "k" not in obj and ("cursors" in obj or not obj):
+        obj = {**obj, "k": Resume.KIND}
     try:
-        match kind:
-            case "rows":
-                return Rows(_text(obj["t"]), _list(obj["rows"]))
-            case "reset":
-                return Reset(_text(obj["t"]), _int(obj["run"]))
-            case "ev":
-                return EventLine(_text(obj["line"]), _int(obj["off"]))
-            case "beat":
-                return Beat(float(obj["t"]))
-            case "end":
-                return End()
-            case "resume":
-                return Resume(_dict(obj.get("cursors", {})), _dict(obj.get("signature", {})))
-    except (KeyError, TypeError, ValueError):
+        return messages.decode(obj, StreamMessage)
+    except messages.MessageError:
         return None
-    return None
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
-
-
-def _int(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError("not an integer")
-    return value
-
-
-def _list(value: Any) -> list:
-    if not isinstance(value, list):
-        raise TypeError("not a list")
-    return value
-
-
-def _dict(value: Any) -> dict:
-    if not isinstance(value, dict):
-        raise TypeError("not an object")
-    return value
+def stamp(row: dict[str, Any]) -> Stamp:
+    """The stamp of a host row (its other columns are not read); MessageError when a column it
+    reads holds something else."""
+    return messages.decode(row, Stamp)

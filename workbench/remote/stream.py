@@ -3,14 +3,14 @@ reconnecting when the link drops."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from typing import Callable, TextIO
 
-from workbench import store
+from workbench import events, messages, store
 from workbench.remote import protocol
 from workbench.remote.control import Launched, source_of
 from workbench.remote.host import RemoteError, RemoteHost
@@ -41,21 +41,32 @@ class Stream:
     def _rows(self, then):
         def on_rows(table: str, rows: list[dict], now: float) -> None:
             if table in ("samples", "positions", "telemetry", "logs"):
-                self.lags.setdefault(table, []).extend(now - self._epoch(table, r) for r in rows if r.get("t"))
+                lags = [now - at for at in (self._epoch(table, row) for row in rows) if at is not None]
+                if lags:
+                    self.lags.setdefault(table, []).extend(lags)
             if then:
                 then(table, rows, now)
         return on_rows
 
-    def _epoch(self, table: str, row: dict) -> float:
+    def _epoch(self, table: str, row: dict) -> float | None:
+        """When a streamed row was written on the host (None: the row does not say)."""
+        try:
+            head = protocol.stamp(row)
+        except messages.MessageError:
+            return None
+        if not head.t:
+            return None
         if table not in ("samples", "positions"):
-            return row["t"]
+            return head.t
         # Their t counts from the start of the measurement, which follows the run's `started`
         # by the initial scrape: the lag derived from it is an upper bound.
-        started = self._started.get(row["run_id"])
+        if head.run_id is None:
+            return None
+        started = self._started.get(head.run_id)
         if started is None:
-            found = store.run(self.mirror.db, row["run_id"])
-            started = self._started[row["run_id"]] = (found.started if found else None) or 0.0
-        return started + row["t"]
+            found = store.run(self.mirror.db, head.run_id)
+            started = self._started[head.run_id] = (found.started if found else None) or 0.0
+        return started + head.t
 
     def lag_summary(self) -> str:
         """Clocks of both ends are compared as they are: on different hosts, keep them in sync (NTP)."""
@@ -69,19 +80,22 @@ class Stream:
 
     def local_event(self, line: str) -> str:
         """The event with the host's run and experiment ids replaced by the local ones, so the Live
-        page finds the rows it names."""
-        try:
-            event = json.loads(line)
-        except ValueError:
+        page finds the rows it names. A line that is not an event is passed on as it came."""
+        event = events.parse(line)
+        if event is None:
             return line
-        if not isinstance(event, dict):
-            return line
-        for key, table in (("run", "runs"), ("experiment", "experiments")):
-            if isinstance(event.get(key), int):
-                event[key] = self.mirror.ids[table].get(event[key], event[key])
-        if event.get("event") == "sweep_finished" and isinstance(event.get("error"), str):
-            self.error = event["error"]
-        return json.dumps(event, separators=(",", ":"))
+        if isinstance(event, events.SweepFinished) and event.error:
+            self.error = event.error
+        local = {}
+        for name, table in (("run", "runs"), ("experiment", "experiments")):
+            host_id = getattr(event, name, None) if not isinstance(event, events.Other) else event.fields.get(name)
+            if isinstance(host_id, int):
+                local[name] = self.mirror.ids[table].get(host_id, host_id)
+        if isinstance(event, events.Other):
+            event = replace(event, fields={**event.fields, **local})
+        elif local:
+            event = replace(event, **local)
+        return events.dumps(event)
 
     def _connect_once(self) -> bool:
         """One SSH connection's worth of streaming; True once the host said the sweep ended."""
@@ -110,7 +124,7 @@ class Stream:
             self.last_error = self.host.explain(code, "".join(errors)) if code else "the stream ended early"
         return ended
 
-    def receive(self, message: protocol.Message | None) -> bool:
+    def receive(self, message: protocol.StreamMessage | None) -> bool:
         """Applies one message of the agent's (None: a line that was not one); True once it says
         everything is sent. Raises RemoteError when the local database refuses rows."""
         match message:

@@ -12,7 +12,7 @@ import asyncio
 import os
 import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from workbench import events, launch
 from workbench.analysis import alarms, repeats
@@ -273,27 +273,26 @@ class ServerJob:
         self.last_tok_s = None
         assert self.measurement is not None  # made in _serve, before any run is measured
         try:
-            summary, span = asyncio.run(self.measurement.measure(run_id, r))
+            measured = asyncio.run(self.measurement.measure(run_id, r))
         except RunFailed as exc:
             self._fail(run_id, str(exc), srv.log_tail())
             return False
         self._flush_telemetry()
-        summary.update(self._energy(run_id, span, summary["output_tokens"]))
+        summary = replace(measured.summary, **self._energy(run_id, measured.span, measured.summary.output_tokens))
         if self.cancelled:
             return True
         self._flush_logs()
         self.settled.add(run_id)
-        partial = summary.pop("partial_error", None)
-        if partial:
-            self.record.run_partial(run_id, summary, partial)
-            self.emit(events.RunFailed(run=run_id, error=f"partial: {partial}"))
+        if measured.partial:
+            self.record.run_partial(run_id, summary, measured.partial)
+            self.emit(events.RunFailed(run=run_id, error=f"partial: {measured.partial}"))
         else:
             self.record.run_completed(run_id, summary)
-            self.last_tok_s = summary["output_tok_s"]  # a partial run does not count toward auto repeats
-        for alarm in alarms.decode(summary.get("alarms")):
+            self.last_tok_s = summary.output_tok_s  # a partial run does not count toward auto repeats
+        for alarm in alarms.decode(summary.alarms):
             self.emit(events.Alarm(run=run_id, kind=alarm["kind"], message=alarm["message"]))
-        self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary["output_tok_s"],
-                                     mal=summary["mal"], acceptance_rate=summary["acceptance_rate"]))
+        self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=summary.output_tok_s,
+                                     mal=summary.mal, acceptance_rate=summary.acceptance_rate))
         return True
 
     def _energy(self, run_id: int, span: tuple[float, float], output_tokens: int) -> dict:

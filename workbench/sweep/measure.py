@@ -11,6 +11,7 @@ import json
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import httpx
@@ -22,6 +23,7 @@ from workbench.errors import DraftbenchError
 from workbench.metrics import steady_state
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
+from workbench.sweep.rows import PositionRow, RunSummary, SampleRow
 from workbench.sweep.window import per_request_window, prefix_cache, spans, summarize
 
 WARMUP_PROMPT = workloads.Prompt("warmup", "warmup", "Say hello in one short sentence.")
@@ -53,9 +55,10 @@ class Measurement:
         # The prompts this server has answered: a repeat of one tells suffix decoding the answer.
         self.seen: set[str] = set()
 
-    async def measure(self, run_id: int, r: Run) -> tuple[dict, tuple[float, float]]:
-        """The run's figures, and the wall-clock span of its window (its energy is computed from
-        the job's GPU readings over that span); raises RunFailed."""
+    async def measure(self, run_id: int, r: Run) -> Measured:
+        """The run's figures, why it is partial (None: every request answered), and the wall-clock
+        span of its window (its energy is computed from the job's GPU readings over that span);
+        raises RunFailed."""
         srv, seen = self.srv, self.seen
         if r.workload not in self.prompts:
             try:
@@ -139,25 +142,24 @@ class Measurement:
         if len(failed) == len(results):
             raise RunFailed(f"every request failed: {failed[0].error}")
         win = metrics.window(before, after)
-        summary = summarize(results, win, wall)
-        summary.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
-        summary.update(steady_state.figures(spans(results), r.concurrency, wall))
-        summary.update(prefix_cache(win))
+        figures = summarize(results, win, wall)
+        figures.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
+        figures.update(steady_state.figures(spans(results), r.concurrency, wall))
+        figures.update(prefix_cache(win))
+        partial = None
         if failed:
-            summary["partial_error"] = (f"{len(failed)} of {len(results)} requests failed; the first: "
-                                        f"{failed[0].error}")
+            partial = f"{len(failed)} of {len(results)} requests failed; the first: {failed[0].error}"
         found = window_warnings(outcome.client_cpu_s, app_cpu_s, wall)
         if found:
-            summary["warnings"] = json.dumps(self.warnings.get(run_id, []) + found)
+            figures["warnings"] = json.dumps(self.warnings.get(run_id, []) + found)
         own = per_request_window(results) if srv.spec.kind == "attach" else {}
-        summary.update(own)
+        figures.update(own)
         # Where vLLM's per-request figures replaced the counters (other clients' traffic is in
         # them), the generation counter cannot be set against them.
-        raised = alarms.check(r.server.method, summary["drafts"], summary["accepted"],
+        raised = alarms.check(r.server.method, figures["drafts"], figures["accepted"],
                               None if own else win.generation_tokens, win.requests_finished, state["counts"],
                               imposed=r.server.what_if)
-        summary["alarms"] = alarms.encode(raised)
-        return summary, (t_wall0, t_wall1)
+        return Measured(RunSummary(**figures, alarms=alarms.encode(raised)), partial, (t_wall0, t_wall1))
 
     async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
         snap = await _scrape(client, url)
@@ -166,25 +168,22 @@ class Measurement:
         dt = snap.t - last.t
         interval_gen = snap.total("generation_tokens") - last.total("generation_tokens")
         t = time.perf_counter() - t_start
-        sample = {
-            "run_id": run_id, "t": t, "drafts": w.drafts, "draft_tokens": w.draft_tokens,
-            "accepted": w.accepted, "generation_tokens": w.generation_tokens,
-            "output_tokens": state["out"], "mal": w.mean_acceptance_length,
-            "acceptance_rate": w.acceptance_rate,
-            "output_tok_s": interval_gen / dt if dt > 0 else None,
-            "running": snap.gauges.get("running"), "waiting": snap.gauges.get("waiting"),
-            "kv_cache_usage": snap.gauges.get("kv_cache_usage"),
-        }
+        sample = SampleRow(
+            run_id=run_id, t=t, drafts=w.drafts, draft_tokens=w.draft_tokens, accepted=w.accepted,
+            generation_tokens=w.generation_tokens, output_tokens=state["out"], mal=w.mean_acceptance_length,
+            acceptance_rate=w.acceptance_rate, output_tok_s=interval_gen / dt if dt > 0 else None,
+            running=snap.gauges.get("running"), waiting=snap.gauges.get("waiting"),
+            kv_cache_usage=snap.gauges.get("kv_cache_usage"))
         per_position: Sequence[float | None] = w.per_position or [None] * len(w.accepted_per_position)
-        positions = [{"run_id": run_id, "t": t, "position": i + 1, "accepted": a, "drafts": w.drafts,
-                      "acceptance": p} for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
+        positions = [PositionRow(run_id=run_id, t=t, position=i + 1, accepted=a, drafts=w.drafts, acceptance=p)
+                     for i, (a, p) in enumerate(zip(w.accepted_per_position, per_position))]
         state["counts"].append((t, w.drafts, w.accepted))
         rows, state["rows"] = state["rows"], []
         self.before_sample()
         self.record.sample(self.sweep_id, sample, positions, rows)
         state["last"] = snap
         self.emit(events.Progress(run=run_id, done=state["done"], total=r.num_prompts, t=round(t, 2),
-                                  output_tok_s=sample["output_tok_s"], mal=sample["mal"]))
+                                  output_tok_s=sample.output_tok_s, mal=sample.mal))
         return snap
 
 
@@ -203,6 +202,15 @@ def window_warnings(client_cpu_s: float, app_cpu_s: float | None, wall_s: float)
 
 class RunFailed(DraftbenchError):
     pass
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A run measured to the end: its figures, why it is only partial (some requests failed; None
+    when every one answered), and the wall-clock span of its window."""
+    summary: RunSummary
+    partial: str | None
+    span: tuple[float, float]
 
 
 async def _scrape(client: httpx.AsyncClient, url: str) -> metrics.Snapshot:
