@@ -105,7 +105,8 @@ class BenchResult:
             spec_decode_per_position_acceptance_rates=list(run.per_position) if run.per_position else None,
             # Not a field of vllm bench serve's own files, which ignore keys they do not know.
             draftbench_provenance=json.loads(run.provenance) if run.provenance else None,
-            what_if=True if run.what_if else None, imposed=json.loads(run.imposed) if run.what_if and run.imposed else None)
+            what_if=True if run.what_if else None,
+            imposed=json.loads(run.imposed) if run.what_if and run.imposed else None)
 
     def as_dict(self) -> dict[str, Any]:
         """The result as its file holds it: a field without a value is left out but for those vllm
@@ -152,7 +153,8 @@ def import_file(db: store.Database, path: str | Path, method: str = "baseline", 
     concurrency = result.max_concurrency or result.num_prompts or 1
     rate = result.request_rate
     # A what-if run exported by draftbench stays one when imported back.
-    what_if = {"what_if": 1, "imposed": json.dumps(result.imposed) if result.imposed else None} if result.what_if else {}
+    imposed = json.dumps(result.imposed) if result.imposed else None
+    what_if = {"what_if": 1, "imposed": imposed} if result.what_if else {}
     return store.add_imported_run(db, {
         "experiment_id": exp, "key": digest, "seq": 0, "server_key": digest,
         "target": target or result.model_id or "?", "method": spec.name, "draft": draft, "n": n,
