@@ -11,7 +11,7 @@ from pathlib import Path
 
 from workbench import report, store
 from workbench.usecases import compare_view
-from workbench.usecases.chart_names import ALL_CHARTS, DATA_OF, WHAT_IF_CHART_NAMES
+from workbench.usecases.chart_names import ALL_CHARTS, WHAT_IF_CHART_NAMES
 from workbench.usecases.compare_view import CompareView, select
 from workbench.usecases.export_options import ExportError, ExportOptions
 
@@ -52,13 +52,13 @@ def export_all(view: CompareView, out: Path, formats: list[str] | tuple[str, ...
                 chart_export.export(w, path, width, height, dpi)
                 w.deleteLater()
             elif fmt == "csv":
-                report.write_csv(view.data[DATA_OF[name]], path)
+                report.write_csv(view.data.rows(name), path)
             elif fmt == "json":
-                report.write_json(view.data[DATA_OF[name]], path)
+                report.write_json(view.data.rows(name), path)
             written.append(path)
-    tables = [("speedup_table", view.speedups)]
-    if view.what_if_export:  # its own file: what-if rows never join the measured table
-        tables.append((WHAT_IF_TABLE, view.what_if_export))
+    tables: list[tuple[str, list]] = [("speedup_table", view.speedups)]
+    if view.what_if:  # its own file: what-if rows never join the measured table
+        tables.append((WHAT_IF_TABLE, view.what_if))
     for name, table in tables:
         for fmt in formats:
             if fmt in ("csv", "json"):
@@ -114,7 +114,7 @@ def write_report(view: CompareView, path: Path, title: str) -> Path:
         title=title, conditions=view.caption, answer=view.answer, crossovers=view.crossovers,
         speedups=view.speedups, why_none_pays=view.none_pays, trust=view.trust,
         charts=figures, not_drawn=missing, runs=sorted(_runs(view), key=lambda r: r.id),
-        what_if=view.data["what_if"], what_if_sentences=view.what_if_sentences,
+        what_if=view.what_if, what_if_sentences=view.what_if_sentences,
         what_if_source=view.what_if_source, what_if_charts=what_if_figures,
         baseline_note=view.baseline_sentences)), encoding="utf-8")
     return path

@@ -37,7 +37,7 @@ def what_if_rows(db) -> list[dict]:
         cs = compare.configs(store.runs_of_experiment(db, exp))
         for row in breakeven.rows(cs):
             # A shape is stored as the folder it was served from; its name is the folder's.
-            rows.append({**row, "target": Path(str(row["target"])).name, "experiment": exp})
+            rows.append({**row.as_dict(), "target": Path(str(row.target)).name, "experiment": exp})
     rows.sort(key=lambda r: (str(r["target"]), r["method"], r["n"], r["concurrency"]))
     return rows
 

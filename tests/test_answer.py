@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 from PySide6.QtGui import QGuiApplication
 
+from app.models.answer_model import COLUMNS
 from app.pages.compare_page import ComparePage
 from workbench import store
 from workbench.analysis import answer, compare
@@ -34,13 +35,18 @@ def test_best_configuration_per_method_against_independent_sql(recorded_db):
         "ON b.method = 'baseline' AND b.concurrency = r.concurrency WHERE r.method != 'baseline' AND "
         "r.output_tok_s = (SELECT max(output_tok_s) FROM runs x WHERE x.method = r.method AND "
         "x.concurrency = r.concurrency) ORDER BY r.concurrency").fetchall()
-    got = sorted((r["concurrency"], r["method"], r["n"], r["speedup"]) for r in table)
+    got = sorted((r.concurrency, r.method, r.n, r.speedup) for r in table)
     assert [g[:3] for g in got] == sorted(b[:3] for b in best)
     assert [g[3] for g in got] == pytest.approx([s for *_, s in sorted(best)])
     # Fastest first within each concurrency, and marked only where it beats the baseline.
-    assert [(r["concurrency"], r["config"], r["fastest"]) for r in table] == [
+    assert [(r.concurrency, r.config, r.fastest) for r in table] == [
         (1, "ngram N=2", True), (1, "draft_model N=1", False), (8, "ngram N=2", True), (8, "draft_model N=1", False)]
-    assert all(r["verdict"] == "one run: no interval" and r["target_short"] == "smollm2-135m" for r in table)
+    assert all(r.verdict == "one run: no interval" and r.target_short == "smollm2-135m" for r in table)
+
+
+def test_the_answer_tables_columns_are_fields_of_its_rows():
+    """The answer's cells are read by their column's key: each names a field of answer.AnswerRow."""
+    assert {key for key, *_ in COLUMNS} <= {f.name for f in dataclasses.fields(answer.AnswerRow)}
 
 
 def test_crossover_where_speculation_stops_paying():
@@ -48,11 +54,11 @@ def test_crossover_where_speculation_stops_paying():
             _row(4, "ngram", 3, 30.0, 1), _row(5, "ngram", 3, 66.0, 4), _row(6, "ngram", 3, 80.0, 16),
             _row(7, "ngram", 5, 28.0, 1)]
     (c,) = answer.crossovers(compare.configs(rows))
-    assert c["points"] == [(1, 3, pytest.approx(1.5)), (4, 3, pytest.approx(1.1)), (16, 3, pytest.approx(0.8))]
-    assert c["pays_up_to"] == 4 and c["stops_at"] == 16
+    assert c.points == [(1, 3, pytest.approx(1.5)), (4, 3, pytest.approx(1.1)), (16, 3, pytest.approx(0.8))]
+    assert c.pays_up_to == 4 and c.stops_at == 16
     # Interpolated against log2 concurrency: 2 + (1.1 - 1) / (1.1 - 0.8) * (4 - 2) = 2.667 -> c = 6.35.
-    assert c["estimate"] == pytest.approx(2 ** (2 + 0.1 / 0.3 * 2))
-    assert "stops at c=16" in c["text"] and "crossover ≈ c=6" in c["text"]
+    assert c.estimate == pytest.approx(2 ** (2 + 0.1 / 0.3 * 2))
+    assert "stops at c=16" in c.text and "crossover ≈ c=6" in c.text
     assert answer.short_model("/models/Qwen3-8B/") == "Qwen3-8B" and answer.short_model("demo:smollm2-135m") == "smollm2-135m"
 
 
@@ -63,10 +69,10 @@ def test_copy_serve_command_copies_the_measured_command(qtbot, recorded_db):
     page.set_runs(rows, recorded_db)
     qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     chosen = page.chosen()
-    assert chosen["config"] == "ngram N=2" and chosen["fastest"]
+    assert chosen.config == "ngram N=2" and chosen.fastest
     page.copy_button.click()
     copied = QGuiApplication.clipboard().text()
-    stored = next(r.command for r in rows if r.id == chosen["run"])
+    stored = next(r.command for r in rows if r.id == chosen.run)
     assert copied.startswith("vllm serve ") and "--port 8000" in copied
     assert copied == stored.replace(stored.split("--port ")[1].split()[0], "8000", 1)
     config = json.loads(copied.split("--speculative-config '")[1].split("'")[0])
@@ -105,5 +111,5 @@ def test_fastest_only_beyond_noise(ngram, draft, note):
     rows += [_row(10 + i, "ngram", 2, v, 1) for i, v in enumerate(ngram)]
     rows += [_row(20 + i, "draft_model", 1, v, 1) for i, v in enumerate(draft)]
     top = answer.answer_rows(compare.configs(rows))[0]
-    assert top["config"] == "ngram N=2" and top["fastest"]
-    assert top["fastest_note"] == note and top["fastest_sure"] == (note == "fastest")
+    assert top.config == "ngram N=2" and top.fastest
+    assert top.fastest_note == note and top.fastest_sure == (note == "fastest")

@@ -66,7 +66,7 @@ def test_compare_charts_fit_the_window(qtbot, db, size, vllm_install):
     assert page.answer_model.rowCount() > 0
     assert page.answer.horizontalScrollBar().maximum() == 0, "the answer table is wider than the window"
     offered = [page.chooser.itemData(i) for i in range(page.chooser.count())]
-    assert offered == [n for n in CHART_NAMES if chartlib.has_data(n, page.data)] and len(offered) >= 5
+    assert offered == [n for n in CHART_NAMES if page.data.has(n)] and len(offered) >= 5
     for name in offered:
         page.show_chart(name)
         qtbot.wait(30)
@@ -84,7 +84,7 @@ def test_exported_charts_are_ready_for_a_slide(qtbot, db, size, tmp_path):
     rows = select(db)
     data = compare_view.build(rows, db).data
     caption = answer.conditions(rows)
-    drawn = [n for n in CHART_NAMES if chartlib.has_data(n, data)]
+    drawn = [n for n in CHART_NAMES if data.has(n)]
     assert len(drawn) >= 5
     for name in drawn:
         w = chartlib.new_plot(name)
@@ -117,9 +117,9 @@ def test_a_chart_without_data_is_not_drawn_and_says_why(qtbot, demo_db, tmp_path
     view = compare_view.build(rows, demo_db)
     data = view.data
     # The demo sweep ran on CPUs: no GPU power readings.
-    assert not chartlib.has_data("energy", data) and not chartlib.has_data("gpus", data)
+    assert not data.has("energy") and not data.has("gpus")
     written = export_all(view, tmp_path, ["png"], list(CHART_NAMES), 800, 500, 96)
-    assert {p.stem for p in written} == {n for n in CHART_NAMES if chartlib.has_data(n, data)}
+    assert {p.stem for p in written} == {n for n in CHART_NAMES if data.has(n)}
     assert not (tmp_path / "energy.png").exists()
     from app.pages.compare_page import ComparePage
 

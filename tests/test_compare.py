@@ -10,7 +10,7 @@ import pytest
 
 from helpers.recorded import ROOT
 from workbench import store
-from workbench.analysis import compare
+from workbench.analysis import compare, series
 
 
 def test_reference_study_mal_and_acceptance_rate_recovered():
@@ -43,16 +43,16 @@ def test_repeats_give_mean_ci_and_noise_verdicts_computed_by_hand():
     table = compare.speedup_table(compare.configs(rows))
     assert len(table) == 1
     best = table[0]
-    assert best["best_n"] == 2 and best["repeats"] == 3 and best["baseline_tok_s"] == 100.0
-    assert best["tok_s"] == pytest.approx(123.0)
+    assert best.best_n == 2 and best.repeats == 3 and best.baseline_tok_s == 100.0
+    assert best.tok_s == pytest.approx(123.0)
     # By hand: sd of (120,126,123) = 3, sem = 3/sqrt(3), t(2) = 4.303.
-    assert best["tok_s_ci95"] == pytest.approx(4.303 * 3 / math.sqrt(3))
-    assert best["speedup"] == pytest.approx(1.23)
+    assert best.tok_s_ci95 == pytest.approx(4.303 * 3 / math.sqrt(3))
+    assert best.speedup == pytest.approx(1.23)
     # Baseline sd of (100,104,96) = 4 -> ci 4.303*4/sqrt(3); relative errors add in quadrature.
     rel = math.hypot(4.303 * 3 / math.sqrt(3) / 123.0, 4.303 * 4 / math.sqrt(3) / 100.0)
-    assert best["speedup_ci95"] == pytest.approx(1.23 * rel)
-    assert best["beyond_noise"] is True
-    assert best["mal"] == pytest.approx(2.1) and best["efficiency"] == pytest.approx(1.23 / 2.1)
+    assert best.speedup_ci95 == pytest.approx(1.23 * rel)
+    assert best.beyond_noise is True
+    assert best.mal == pytest.approx(2.1) and best.efficiency == pytest.approx(1.23 / 2.1)
     n4 = next(c for c in compare.configs(rows) if c.n == 4)
     assert n4.speedup == pytest.approx(1.01) and n4.beyond_noise is False
     single = compare.configs([_row(1, "baseline", None, 100.0), _row(2, "ngram", 2, 130.0, 2.0)])
@@ -63,13 +63,13 @@ def test_speedup_against_concurrency_only_where_several_were_run():
     rows = [_row(1, "baseline", None, 20.0, concurrency=1), _row(2, "baseline", None, 70.0),
             _row(3, "ngram", 3, 24.0, 2.4, concurrency=1), _row(4, "ngram", 3, 56.0, 2.4),
             _row(5, "ngram", 5, 50.0, 2.7)]
-    data = compare.chart_data(compare.configs(rows))
-    assert [(r["concurrency"], round(r["speedup"], 3)) for r in data["concurrency"]] == [(1, 1.2), (4, 0.8)]
+    points = series.concurrency(compare.configs(rows))
+    assert [(r.concurrency, round(r.speedup, 3)) for r in points] == [(1, 1.2), (4, 0.8)]
 
 
 def test_chart_data_matches_independent_sql(recorded_db):
     db = store.open_db(recorded_db, readonly=True)
-    data = compare.chart_data(compare.configs(store.runs(db)))
+    cs = compare.configs(store.runs(db))
     conn = sqlite3.connect(f"file:{recorded_db}?mode=ro", uri=True)
     sql = conn.execute("SELECT method, n, concurrency, per_position, output_tok_s, mal FROM runs "
                        "WHERE status='completed' AND method != 'baseline'").fetchall()
@@ -77,15 +77,15 @@ def test_chart_data_matches_independent_sql(recorded_db):
                              "GROUP BY concurrency").fetchall())
     assert len(sql) == 8 and sorted(base) == [1, 8]
     for method, n, conc, pp, tok, mal in sql:
-        curve = [r for r in data["per_position"] if r["series"] == f"{method} N={n} · builtin · c={conc}"]
-        assert [r["position"] for r in curve] == list(range(1, n + 1))
-        assert [r["acceptance"] for r in curve] == pytest.approx(json.loads(pp))
-        (thr,) = [r for r in data["throughput"] if r["series"] == f"{method} · builtin · c={conc}" and r["n"] == n]
-        assert thr["tok_s"] == pytest.approx(tok) and thr["baseline_tok_s"] == pytest.approx(base[conc])
-        (eff,) = [r for r in data["efficiency"] if r["series"] == f"{method} · builtin · c={conc}" and r["n"] == n]
-        assert eff["mal"] == pytest.approx(mal) and eff["efficiency"] == pytest.approx(tok / base[conc] / mal)
+        curve = [r for r in series.per_position(cs) if r.series == f"{method} N={n} · builtin · c={conc}"]
+        assert [r.position for r in curve] == list(range(1, n + 1))
+        assert [r.acceptance for r in curve] == pytest.approx(json.loads(pp))
+        (thr,) = [r for r in series.throughput(cs) if r.series == f"{method} · builtin · c={conc}" and r.n == n]
+        assert thr.tok_s == pytest.approx(tok) and thr.baseline_tok_s == pytest.approx(base[conc])
+        (eff,) = [r for r in series.efficiency(cs) if r.series == f"{method} · builtin · c={conc}" and r.n == n]
+        assert eff.mal == pytest.approx(mal) and eff.efficiency == pytest.approx(tok / base[conc] / mal)
     # Every configuration ran at concurrency 1 and 8: both of its points, with their speedups.
-    by_conc = {(r["series"], r["concurrency"]): r["speedup"] for r in data["concurrency"]}
+    by_conc = {(r.series, r.concurrency): r.speedup for r in series.concurrency(cs)}
     assert by_conc == pytest.approx({(f"{m} N={n} · builtin", c): tok / base[c] for m, n, c, _, tok, _ in sql})
 
 

@@ -18,7 +18,7 @@ def _curves(plot: pg.PlotWidget) -> list[pg.PlotDataItem]:
 
 def test_prompt_length_bins_run_in_numeric_order(qtbot):
     data = compare_view.build(stored_runs(DEMO_DB), DEMO_DB).data
-    starts = {r["prompt_tokens_from"] for r in data["by_prompt_length"]}
+    starts = {r.prompt_tokens_from for r in data.by_prompt_length}
     assert len(starts) > 2 and len({len(str(s)) for s in starts}) > 1  # bins of two and three digits
     plot = chartlib.new_plot("by_prompt_length")
     qtbot.addWidget(plot)
@@ -31,7 +31,7 @@ def test_prompt_length_bins_run_in_numeric_order(qtbot):
     # Each point keeps its own MAL once sorted.
     for curve in curves:
         x, y = curve.getData()
-        mal = {r["prompt_tokens_from"]: r["mal"] for r in data["by_prompt_length"] if r["series"] == curve.name()}
+        mal = {r.prompt_tokens_from: r.mal for r in data.by_prompt_length if r.series == curve.name()}
         assert np.allclose(y, [mal[int(v)] for v in x])
 
 
@@ -41,7 +41,7 @@ def test_throughput_of_one_n_shows_its_baseline_and_narrow_error_bars(qtbot):
     rows = [r for r in stored_runs(DEMO_DB) if r.method == "baseline" or (r.method, r.n) == ("ngram", 2)]
     rows += [dataclasses.replace(r, id=r.id + 1000, repeat=2, output_tok_s=r.output_tok_s * 0.9) for r in rows]
     data = compare_view.build(rows, None).data
-    assert {r["n"] for r in data["throughput"]} == {2} and all(r["tok_s_ci95"] for r in data["throughput"])
+    assert {r.n for r in data.throughput} == {2} and all(r.tok_s_ci95 for r in data.throughput)
     plot = chartlib.new_plot("throughput")
     qtbot.addWidget(plot)
     plot.resize(1000, 600)

@@ -16,7 +16,7 @@ from PySide6.QtGui import QImage
 from app.pages.compare_page import ComparePage
 from app.exports import export_all, write_report
 from workbench import store
-from workbench.analysis import compare
+from workbench.analysis import compare, series
 from workbench.usecases import compare_view
 from workbench.usecases.chart_names import CHART_NAMES
 
@@ -46,11 +46,11 @@ def test_every_format_is_a_real_file(qapp, rows, tmp_path):
             assert max(labels) >= 10, labels
         pdf = (tmp_path / f"{name}.pdf").read_bytes()
         assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1
-    data = compare.chart_data(compare.configs(rows))
+    cs = compare.configs(rows)
     with open(tmp_path / "per_position.csv") as f:
         back = list(csv.DictReader(f))
-    assert [float(r["acceptance"]) for r in back] == pytest.approx([r["acceptance"] for r in data["per_position"]])
-    assert json.loads((tmp_path / "throughput.json").read_text()) == data["throughput"]
+    assert [float(r["acceptance"]) for r in back] == pytest.approx([p.acceptance for p in series.per_position(cs)])
+    assert json.loads((tmp_path / "throughput.json").read_text()) == [p.as_dict() for p in series.throughput(cs)]
     table = json.loads((tmp_path / "speedup_table.json").read_text())
     assert {r["method"] for r in table} == {"ngram", "draft_model"}
 
@@ -101,8 +101,8 @@ def test_compare_page_draws_the_runs(qtbot, qtmodeltester, sweep_db, tmp_path):
     # Per-request attribution: one bar series per speculative configuration, over the four families.
     bars = [i for i in page.plots["by_category"].getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == 2
-    assert {r["category"] for r in page.data["by_category"]} <= {"math_word", "competition_math",
-                                                                 "function_completion", "programming_task"}
+    assert {r.category for r in page.data.by_category} <= {"math_word", "competition_math",
+                                                           "function_completion", "programming_task"}
     assert page.plots["by_prompt_length"].getPlotItem().listDataItems()
     qtmodeltester.check(page.table_model)
     assert page.table_model.rowCount() == 2

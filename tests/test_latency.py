@@ -24,9 +24,9 @@ def demo(tmp_path):
     return copy_db(DEMO_DB, tmp_path / "demo.sqlite")
 
 
-def _config(view, method: str, n: int, concurrency: int) -> dict:
+def _config(view, method: str, n: int, concurrency: int) -> compare.Figures:
     return next(r for r in view.measured_table
-                if (r["method"], r["n"], r["concurrency"]) == (method, n, concurrency))
+                if (r.method, r.n, r.concurrency) == (method, n, concurrency))
 
 
 def test_compare_has_latency_percentiles_and_their_ratios_to_the_baseline(demo):
@@ -36,8 +36,8 @@ def test_compare_has_latency_percentiles_and_their_ratios_to_the_baseline(demo):
     run = next(r for r in rows if (r.method, r.n, r.concurrency) == ("ngram", 4, 4))
     row = _config(view, "ngram", 4, 4)
     for key in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms"):
-        assert row[key] == pytest.approx(getattr(run, key))  # one repeat: its own stored percentile
-        assert row[latency.ratio_key(key)] == pytest.approx(row[key] / getattr(base, key))
+        assert getattr(row, key) == pytest.approx(getattr(run, key))  # one repeat: its own stored percentile
+        assert getattr(row, latency.ratio_key(key)) == pytest.approx(getattr(row, key) / getattr(base, key))
     # TPOT p50 is not stored: it comes from the run's requests, (latency - TTFT) / (tokens - 1) each.
     db = store.open_db(demo, readonly=True)
     try:
@@ -46,23 +46,23 @@ def test_compare_has_latency_percentiles_and_their_ratios_to_the_baseline(demo):
     finally:
         store.close(db)
     assert len(tpots) == 8
-    assert row["tpot_p50_ms"] == pytest.approx(latency.percentile(tpots, 0.5))
+    assert row.tpot_p50_ms == pytest.approx(latency.percentile(tpots, 0.5))
     # Its mean over those requests is the stored TPOT mean: the same requests, the same definition.
     assert sum(tpots) / len(tpots) == pytest.approx(run.tpot_mean_ms)
-    assert row["tpot_p50_ratio"] is not None and row["tpot_p50_ratio"] > 1  # N=4 at c=4 costs latency
+    assert row.tpot_p50_ratio is not None and row.tpot_p50_ratio > 1  # N=4 at c=4 costs latency
 
 
 def test_mal_both_ways_pooled_and_mean_over_requests(demo, tmp_path):
     view = compare_view.build(stored_runs(demo), demo)
     row = _config(view, "ngram", 2, 1)
     # Pooled over the window (vLLM's: 1 + accepted / drafts) and the mean of each request's: they differ.
-    assert row["mal"] == pytest.approx(2.325, abs=1e-3)
-    assert row["request_mal"] == pytest.approx(2.255, abs=1e-3)
+    assert row.mal == pytest.approx(2.325, abs=1e-3)
+    assert row.request_mal == pytest.approx(2.255, abs=1e-3)
     # A build of vLLM that reported no per-request acceptance: no per-request MAL, never the pooled one.
     gpu = copy_db(GPU_DB, tmp_path / "gpu.sqlite")
     gpu_view = compare_view.build(stored_runs(gpu), gpu)
-    assert all(r["request_mal"] is None and r["mal"] for r in gpu_view.measured_table)
-    assert all(r["tpot_p50_ms"] for r in gpu_view.measured_table)
+    assert all(r.request_mal is None and r.mal for r in gpu_view.measured_table)
+    assert all(r.tpot_p50_ms for r in gpu_view.measured_table)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -88,20 +88,20 @@ def test_show_prints_latency_beside_throughput_and_both_mals_by_name(demo):
 def test_the_best_n_under_an_itl_p99_bound(tmp_path):
     rows = stored_runs(copy_db(GPU_DB, tmp_path / "gpu.sqlite"))
     cs = compare.configs(rows)
-    by = {(r["method"], r["concurrency"]): r for r in answer.within_itl(cs, 30.0)}
+    by = {(r.method, r.concurrency): r for r in answer.within_itl(cs, 30.0)}
     # At c=8 n-gram N=2 is both the fastest (578 tok/s) and the smoother (ITL p99 23.9 ms): chosen.
-    assert by[("ngram", 8)]["n"] == 2 and "c=8 · ngram: N=2, 1.80x, ITL p99 23.9 ms (baseline 29.6 ms)" in \
-        by[("ngram", 8)]["text"]
+    assert by[("ngram", 8)].n == 2 and "c=8 · ngram: N=2, 1.80x, ITL p99 23.9 ms (baseline 29.6 ms)" in \
+        by[("ngram", 8)].text
     # Were N=2 the one that stalls (its ITL p99 at 60 ms), the bound of 50 ms would pick the slower N=4.
     stalling = [dataclasses.replace(r, itl_p99_ms=60.0) if (r.method, r.n, r.concurrency) == ("ngram", 2, 8) else r
                 for r in rows]
-    bound = {(r["method"], r["concurrency"]): r for r in answer.within_itl(compare.configs(stalling), 50.0)}
-    assert bound[("ngram", 8)]["n"] == 4 and bound[("ngram", 8)]["unbounded_n"] == 2
-    assert "N=4, 1.15x, ITL p99 41.7 ms" in bound[("ngram", 8)]["text"]
-    assert "the fastest, N=2 (1.80x), has ITL p99 60.0 ms" in bound[("ngram", 8)]["text"]
+    bound = {(r.method, r.concurrency): r for r in answer.within_itl(compare.configs(stalling), 50.0)}
+    assert bound[("ngram", 8)].n == 4 and bound[("ngram", 8)].unbounded_n == 2
+    assert "N=4, 1.15x, ITL p99 41.7 ms" in bound[("ngram", 8)].text
+    assert "the fastest, N=2 (1.80x), has ITL p99 60.0 ms" in bound[("ngram", 8)].text
     # No draft-model N streams within 30 ms at c=1 (38.8 and 48.2 ms): said, with the lowest.
     none = by[("draft_model", 1)]
-    assert none["n"] is None and "no N has ITL p99 <= 30 ms; the lowest is N=1 at 38.8 ms" in none["text"]
+    assert none.n is None and "no N has ITL p99 <= 30 ms; the lowest is N=1 at 38.8 ms" in none.text
     with pytest.raises(ValueError, match="ITL p99 bound"):
         answer.within_itl(cs, -1.0)
 

@@ -17,6 +17,7 @@ from app.pages.history import HistoryPage
 from helpers.cli_table import shown_table
 from workbench import cli, store
 from workbench.analysis import pinned_baseline
+from workbench.analysis.compare import Figures
 from workbench.usecases import compare_view
 
 LATENCY = ("ttft_p50_ms", "itl_p99_ms")
@@ -73,8 +74,8 @@ def _stored(path, exp: int) -> tuple[list[store.RunRecord], dict[int, store.RunR
         store.close(db)
 
 
-def _at(view, concurrency: int) -> dict:
-    return next(r for r in view.measured_table if r["concurrency"] == concurrency)
+def _at(view, concurrency: int) -> Figures:
+    return next(r for r in view.measured_table if r.concurrency == concurrency)
 
 
 def test_speedups_and_latency_ratios_are_against_the_pinned_run(results):
@@ -85,20 +86,20 @@ def test_speedups_and_latency_ratios_are_against_the_pinned_run(results):
     mean = sum(r.output_tok_s for r in spec) / 2
 
     unpinned = compare_view.build(rows, path)
-    assert _at(unpinned, 1)["speedup"] == pytest.approx(mean / own.output_tok_s)  # 1.55, its own baseline's
+    assert _at(unpinned, 1).speedup == pytest.approx(mean / own.output_tok_s)  # 1.55, its own baseline's
     view = compare_view.build(rows, path, pinned=ids["pin"])
     at1 = _at(view, 1)
-    assert at1["speedup"] == pytest.approx(mean / pin.output_tok_s)  # 62 / 50 = 1.24
-    assert at1["baseline_tok_s"] == pytest.approx(pin.output_tok_s)
+    assert at1.speedup == pytest.approx(mean / pin.output_tok_s)  # 62 / 50 = 1.24
+    assert at1.baseline_tok_s == pytest.approx(pin.output_tok_s)
     for key in LATENCY:
         mine = sum(getattr(r, key) for r in spec) / 2
-        assert at1[key.removesuffix("_ms") + "_ratio"] == pytest.approx(mine / getattr(pin, key))
-    [answer] = [r for r in view.answer if r["concurrency"] == 1]
-    assert answer["speedup"] == pytest.approx(mean / pin.output_tok_s)
+        assert getattr(at1, key.removesuffix("_ms") + "_ratio") == pytest.approx(mine / getattr(pin, key))
+    [answer] = [r for r in view.answer if r.concurrency == 1]
+    assert answer.speedup == pytest.approx(mean / pin.output_tok_s)
     # The pin has no run at c=4: no number there, and one sentence that says why.
-    assert _at(unpinned, 4)["speedup"] == pytest.approx(150.0 / 120.0)
-    assert _at(view, 4)["speedup"] is None and _at(view, 4)["itl_p99_ratio"] is None
-    assert [r["concurrency"] for r in view.answer] == [1]
+    assert _at(unpinned, 4).speedup == pytest.approx(150.0 / 120.0)
+    assert _at(view, 4).speedup is None and _at(view, 4).itl_p99_ratio is None
+    assert [r.concurrency for r in view.answer] == [1]
     assert view.pinned_missing == "The pinned baseline ran at c=1 only, so nothing at c=4 has a speedup here."
     assert view.pinned_note == (f"Speedups and latency ratios are against the pinned baseline, run {ids['pin']} "
                                 f"(Qwen3-8B on gsm8k at c=1, 50.0 tok/s), from experiment {pin.experiment_id} "
@@ -111,7 +112,7 @@ def test_a_pin_on_another_workload_is_used_and_said(results):
     path, tuned, ids = results
     rows, every = _stored(path, tuned)
     view = compare_view.build(rows, path, pinned=ids["other-workload"])
-    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["other-workload"]].output_tok_s)
+    assert _at(view, 1).speedup == pytest.approx(62.0 / every[ids["other-workload"]].output_tok_s)
     assert (f"the pinned baseline, run {ids['other-workload']}, differs from the runs compared with it in "
             "workload (builtin against gsm8k)") in view.trust
 
@@ -135,7 +136,7 @@ def test_a_partial_pin_counts_when_partial_runs_do(results):
     path, tuned, ids = results
     rows, every = _stored(path, tuned)
     view = compare_view.build(rows, path, include_partial=True, pinned=ids["partial"])
-    assert _at(view, 1)["speedup"] == pytest.approx(62.0 / every[ids["partial"]].output_tok_s)
+    assert _at(view, 1).speedup == pytest.approx(62.0 / every[ids["partial"]].output_tok_s)
 
 
 def _show(capsys, *argv) -> tuple[int, str, str]:
@@ -243,7 +244,7 @@ def pages(qtbot, results):
 
 
 def _speedups(compare) -> dict[int, float | None]:
-    return {r["concurrency"]: r["speedup"] for r in compare.view.measured_table}
+    return {r.concurrency: r.speedup for r in compare.view.measured_table}
 
 
 def _pin_in_history(qtbot, history, compare, run_id: int) -> None:

@@ -71,12 +71,12 @@ def test_a_speedup_over_a_baseline_with_another_hit_rate_is_warned():
     assert "`disable_eagle_block_drop`" in warning and "where your vLLM version has it" in warning
     # 5 points apart (88 % against 93 %): within the 10 the warning allows.
     assert by_method["draft_model"].cache_warning is None
-    table = {r["method"]: r for r in compare.config_table(cs)}
-    assert table["eagle3"]["cache_warning"] == warning and table["draft_model"]["cache_warning"] is None
-    assert (table["eagle3"]["prefix_cache_hit_rate"], table["eagle3"]["baseline_prefix_cache_hit_rate"]) == \
+    table = {r.method: r for r in compare.config_table(cs)}
+    assert table["eagle3"].cache_warning == warning and table["draft_model"].cache_warning is None
+    assert (table["eagle3"].prefix_cache_hit_rate, table["eagle3"].baseline_prefix_cache_hit_rate) == \
         pytest.approx((0.62, 0.93))
-    rows_shown = {r["method"]: r for r in answer.answer_rows(cs)}
-    assert rows_shown["eagle3"]["cache_warning"] == warning
+    rows_shown = {r.method: r for r in answer.answer_rows(cs)}
+    assert rows_shown["eagle3"].cache_warning == warning
     assert answer.cache_warnings(cs) == [warning]
 
 

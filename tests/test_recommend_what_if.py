@@ -71,4 +71,4 @@ def test_what_if_costs_of_another_draft_or_concurrency_are_not_used():
 
 def test_the_chart_rows_say_where_each_cost_came_from():
     rows = recommend.chart_rows(compare.configs(MEASURED + WHAT_IF))
-    assert [r["cost_source"] for r in rows] == ["fitted", "what-if", "what-if", "fitted"]
+    assert [r.cost_source for r in rows] == ["fitted", "what-if", "what-if", "fitted"]

@@ -17,7 +17,7 @@ import pytest
 from helpers.plans import demo_plan
 from helpers.recorded import ROOT
 from workbench import launch, store
-from workbench.analysis import compare
+from workbench.analysis import compare, series
 
 
 def test_sweep_completes_every_run(sweep_db):
@@ -62,8 +62,8 @@ def test_stored_figures_follow_vllms_definitions(sweep_db):
             for i, p in enumerate(survival):
                 summed[i] += p * steps
         assert summed == pytest.approx([a for _, a, _ in final])
-        by_category = compare.request_data(db, [r.id])["by_category"]
-        assert sum(c["requests_steps"] for c in by_category) == r.drafts
+        by_category, _ = series.request_data(db, [r.id])
+        assert sum(c.requests_steps for c in by_category) == r.drafts
         assert r.prompt_template.startswith("{prompt}") and json.loads(r.warnings) == []
     for r in rows.values():
         assert r.status == "completed" and r.requests_ok == 6 and r.requests_failed == 0

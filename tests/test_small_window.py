@@ -109,8 +109,8 @@ def test_filled_pages_fit_1280_and_nothing_overlaps(qtbot, tmp_path, vllm_instal
     page = w.compare
     page.show_view(compare_view.build(_long_paths(stored_runs(db)), db))
     # The draft model's command, the longest: its --speculative-config names the draft's folder.
-    page.answer.selectRow(next(i for i, r in enumerate(page.view.answer) if "SmolLM2-135M-draft" in r["command"]))
-    assert HF_SNAPSHOT.format("SmolLM2-135M-draft") in page.chosen()["command"]
+    page.answer.selectRow(next(i for i, r in enumerate(page.view.answer) if "SmolLM2-135M-draft" in r.command))
+    assert HF_SNAPSHOT.format("SmolLM2-135M-draft") in page.chosen().command
     w.live.follow(db)
     w.live.on_event(events.SweepStarted(experiment=1, db=str(db), runs=10, pending=10))
     w.live.on_event(events.RunStarted(run=3, label="ngram N=2", index=3, total=10))

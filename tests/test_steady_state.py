@@ -82,10 +82,10 @@ def test_the_comparison_uses_steady_state_only_when_every_compared_run_has_ten_s
     assert spec.speedup == pytest.approx(152.0 / 102.0)
     assert spec.window_tok_s.mean == pytest.approx(102.0)
     figures = compare.config_table(cs)[0]
-    assert figures["throughput_basis"] == "steady state" and figures["window_tok_s"] == pytest.approx(102.0)
+    assert figures.throughput_basis == "steady state" and figures.window_tok_s == pytest.approx(102.0)
     assert compare.run_speedup(rows[2], compare.baselines(cs)) == pytest.approx(150.0 / 102.0)
     row = answer.answer_rows(cs)[0]
-    assert row["throughput_basis"] == "steady state" and row["speedup"] == pytest.approx(152.0 / 102.0)
+    assert row.throughput_basis == "steady state" and row.speedup == pytest.approx(152.0 / 102.0)
     assert answer.basis_notes(cs) == ["throughput: steady state: every compared run held ≥ 90% of its "
                                       "concurrency for ≥ 10 s"]
 
@@ -95,7 +95,7 @@ def test_the_comparison_uses_steady_state_only_when_every_compared_run_has_ten_s
     cs = compare.configs(rows)
     spec = next(c for c in cs if c.method == "ngram")
     assert spec.basis == basis.WINDOW and spec.speedup == pytest.approx(102.0 / 91.0)
-    assert answer.answer_rows(cs)[0]["throughput_basis"] == "whole window"
+    assert answer.answer_rows(cs)[0].throughput_basis == "whole window"
     assert answer.basis_notes(cs) == ["throughput: whole window: run 2 held ≥ 90% of its concurrency for 6.0 s "
                                       "only (steady state needs 10 s)"]
     # So does a run with no segment at all, and rows stored before steady state was recorded.

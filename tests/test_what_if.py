@@ -174,7 +174,7 @@ def test_what_if_runs_stay_out_of_the_measured_tables(swept):
     assert compare.speedup_table(cs) == []
     assert answer.answer_rows(cs) == []
     table = compare.speedup_table(cs, what_if=True)
-    assert len(table) == 1 and table[0]["what_if"] and table[0]["imposed_source"] == "typed"
+    assert len(table) == 1 and table[0].what_if and table[0].imposed_source == "typed"
     spec = next(c for c in cs if c.method != "baseline")
     assert spec.label == "draft_model N=3 (what-if)"
     # A measured baseline of the same target is never the what-if run's baseline.
@@ -189,14 +189,14 @@ def test_break_even_follows_from_the_step_cost(swept):
     _, rows = swept
     cs = compare.configs(rows)
     [row] = breakeven.rows(cs)
-    assert row["step_cost"] == pytest.approx(row["mal"] / row["speedup"])
-    assert row["break_even_mal"] == pytest.approx(row["step_cost"])
+    assert row.step_cost == pytest.approx(row.mal / row.speedup)
+    assert row.break_even_mal == pytest.approx(row.step_cost)
     r = breakeven.shape(IMPOSED)
-    if row["break_even_p1"] is not None:
-        assert 1 + row["break_even_p1"] * sum(r) == pytest.approx(row["step_cost"])
+    if row.break_even_p1 is not None:
+        assert 1 + row.break_even_p1 * sum(r) == pytest.approx(row.step_cost)
     points = breakeven.curve(row)
-    at_imposed = min(points, key=lambda p: abs(p["p1"] - 0.8))
-    assert at_imposed["speedup"] == pytest.approx(acceptance.mal_of(IMPOSED) / row["step_cost"], rel=1e-6)
+    at_imposed = min(points, key=lambda p: abs(p.p1 - 0.8))
+    assert at_imposed.speedup == pytest.approx(acceptance.mal_of(IMPOSED) / row.step_cost, rel=1e-6)
     [text] = breakeven.sentences(cs)
     assert text.startswith("draft_model N=3")
 
@@ -213,10 +213,11 @@ def test_break_even_in_known_cases():
             self.tok_s = compare.estimate([100.0])
             self.baseline = type("B", (), {"tok_s": compare.estimate([100.0 * cost / 2.8])})()
             self.speedup, self.speedup_ci95, self.per_position = 2.8 / cost, None, [0.8, 0.6, 0.4]
+            self.beyond_noise = None
 
     rows = breakeven.rows([Fake(2.0, 1), Fake(5.0, 64)])
-    assert rows[0]["break_even_p1"] == pytest.approx(1 / 2.25) and rows[0]["pays_ever"]
-    assert not rows[1]["pays_ever"]
+    assert rows[0].break_even_p1 == pytest.approx(1 / 2.25) and rows[0].pays_ever
+    assert not rows[1].pays_ever
     assert breakeven.sentences([Fake(2.0, 1), Fake(5.0, 64)]) == [
         "eagle3 N=3 pays at c <= 1 once position 1 accepts >= 0.44; not at c = 64"]
     assert breakeven.sentences([Fake(5.0, 64)])[0].startswith("eagle3 N=3 does not pay")

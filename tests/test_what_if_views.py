@@ -31,7 +31,7 @@ from app.pages.live import LivePage
 from helpers.browser import measure
 from helpers.recorded import ROOT, copy_db, stored_runs
 from workbench import cli, store
-from workbench.analysis import answer, compare
+from workbench.analysis import answer, compare, series
 from workbench.report import benchjson
 from workbench.usecases import compare_view
 
@@ -74,17 +74,16 @@ def mixed_db(what_if_db):
 def test_what_if_series_never_merge_with_measured_ones(mixed_db):
     rows = stored_runs(mixed_db)
     cs = compare.configs(rows)
-    data = compare.chart_data(cs)
-    series = {r["series"]: r["what_if"] for r in data["throughput"]}
-    assert series["eagle3 · builtin · c=16"] is False and series["eagle3 (what-if) · builtin · c=16"] is True
-    assert {r["imposed_source"] for r in data["per_position"] if r["what_if"]} == {"typed"}
+    lines_of = {r.series: r.what_if for r in series.throughput(cs)}
+    assert lines_of["eagle3 · builtin · c=16"] is False and lines_of["eagle3 (what-if) · builtin · c=16"] is True
+    assert {r.imposed_source for r in series.per_position(cs) if r.what_if} == {"typed"}
     # Speedup against concurrency: each kind its own line, never one line through both kinds' points.
     lines = {}
-    for r in data["concurrency"]:
-        lines.setdefault(r["series"], []).append(r["concurrency"])
+    for r in series.concurrency(cs):
+        lines.setdefault(r.series, []).append(r.concurrency)
     assert lines["eagle3 N=3 · builtin"] == [1, 16, 64] and lines["eagle3 N=3 (what-if) · builtin"] == [1, 16, 64]
     # The answer rests on measured runs only.
-    assert {r["config"] for r in answer.answer_rows(cs)} == {"eagle3 N=3", "dflash N=7", "dspark N=7"}
+    assert {r.config for r in answer.answer_rows(cs)} == {"eagle3 N=3", "dflash N=7", "dspark N=7"}
     assert compare.marker(rows[3]) == "what-if, acceptance imposed: typed (MAL 2.85)"
     assert compare.marker(rows[0]) == "what-if baseline (dummy weights)" and compare.marker(rows[-1]) == ""
 
@@ -96,10 +95,10 @@ def test_compare_page_keeps_what_if_apart_and_lets_the_user_ask(qtbot, qtmodelte
     page.set_runs(rows, mixed_db)
     qtbot.waitUntil(lambda: not page.building, timeout=20000)  # built on the worker
     # The answer and the measured table: measured runs only.
-    answered = [page.answer_model.row(i)["config"] for i in range(page.answer_model.rowCount())]
+    answered = [page.answer_model.row(i).config for i in range(page.answer_model.rowCount())]
     assert answered and not any("what-if" in a for a in answered)
     table = page.table_model
-    assert table.rowCount() == 9 and not any(table.row(i)["what_if"] for i in range(9))
+    assert table.rowCount() == 9 and not any(table.row(i).what_if for i in range(9))
     assert not page.what_if_box.isChecked() and page.what_if_box.isEnabled()
     page.what_if_box.setChecked(True)
     assert table.rowCount() == 18

@@ -1,5 +1,6 @@
 """The Compare page's answer as a Qt table model: per target x workload x concurrency, each
-method's best configuration, its speedup ± 95% interval and noise verdict, the fastest in bold."""
+method's best configuration (workbench.analysis.answer.AnswerRow, a column's key its field), its
+speedup ± 95% interval and noise verdict, the fastest in bold."""
 
 from __future__ import annotations
 
@@ -40,19 +41,19 @@ class AnswerModel(RowsModel):
         if role == Qt.DisplayRole:
             if key == "speedup":
                 return report.speedup_text(row)
-            if key == "config" and row["fastest"]:
-                return f"{row['config']} — {row.get('fastest_note') or 'fastest'}"
+            if key == "config" and row.fastest:
+                return f"{row.config} — {row.fastest_note or 'fastest'}"
             return report.cell(row, key, FORMATS.get(key, "{}"))
         if role == Qt.UserRole:
-            return row.get(key)
+            return getattr(row, key)  # the column's key is the field it shows
         if role == Qt.DecorationRole and key == "config":
-            return QColor(palette.colour(row["method"], row["n"]))
-        if role == Qt.FontRole and row.get("fastest_sure", row["fastest"]):
+            return QColor(palette.colour(row.method, row.n))
+        if role == Qt.FontRole and row.fastest_sure:
             font = QFont()
             font.setBold(True)
             return font
         if role == Qt.ToolTipRole:
-            return row["target"] if key == "target_short" else row.get("command")
+            return row.target if key == "target_short" else row.command
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):

@@ -86,15 +86,16 @@ def cell(row: dict, key: str, role):
 
 
 class RowsModel(QAbstractTableModel):
-    """A table of dict rows with a fixed list of columns; subclasses say how a cell is shown."""
+    """A table of rows with a fixed list of columns, a row a dict or a record; subclasses say how a
+    cell is shown."""
 
     columns: list = []
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._rows: list[dict] = []
+        self._rows: list = []
 
-    def set_rows(self, rows: list[dict]) -> None:
+    def set_rows(self, rows: list) -> None:
         self.beginResetModel()
         self._rows = rows
         self.endResetModel()
@@ -105,7 +106,7 @@ class RowsModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
-    def row(self, i: int) -> dict:
+    def row(self, i: int):
         return self._rows[i]
 
 

@@ -38,17 +38,17 @@ class SpeedupModel(RowsModel):
         if role == Qt.DisplayRole:
             return report.shown(row, key, fmt)
         if role == Qt.UserRole:
-            return row.get(key)
+            return getattr(row, key)  # the column's key is the field it shows
         if role == Qt.ToolTipRole and key == "target":
-            return row.get(key)
-        if role == Qt.FontRole and (row.get("what_if") or row.get("best")):
+            return row.target
+        if role == Qt.FontRole and (row.what_if or row.best):
             font = QFont()  # a what-if row (let in by the user's tick) in italics; the best N in bold
-            font.setItalic(bool(row.get("what_if")))
-            font.setBold(bool(row.get("best")))
+            font.setItalic(row.what_if)
+            font.setBold(row.best)
             return font
-        if row.get("what_if"):
+        if row.what_if:
             if role == Qt.ToolTipRole:
-                return f"what-if, acceptance imposed: {row.get('imposed_source')} (dummy weights, not measured)"
+                return f"what-if, acceptance imposed: {row.imposed_source} (dummy weights, not measured)"
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):

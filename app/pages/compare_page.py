@@ -32,10 +32,11 @@ from app.widgets.baseline_note import BaselineNote
 from app.widgets.provenance_note import ProvenanceNote
 from app.widgets.what_if_panel import WhatIfPanel
 from workbench import report, store
+from workbench.analysis.answer import AnswerRow
 from workbench.analysis.pinned_baseline import PinnedBaselineError
 from workbench.usecases import compare_view
 from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES
-from workbench.usecases.compare_view import CompareView
+from workbench.usecases.compare_view import ChartData, CompareView
 
 EMPTY_TITLE = "Nothing to compare yet: run a sweep (Experiment page), or choose runs in History."
 
@@ -187,7 +188,7 @@ class ComparePage(QWidget):
 
     # --- what is shown ----------------------------------------------------------------------
     @property
-    def data(self) -> dict:
+    def data(self) -> ChartData:
         return self.view.data
 
     @property
@@ -231,7 +232,7 @@ class ComparePage(QWidget):
         self.what_if_box.setEnabled(view.what_if_configs)
         self.provenance_note.show_differences(view.provenance)
         self.answer_model.set_rows(view.answer)
-        text = ("<b>Where speculation stops paying</b>: " + "; ".join(c["text"] for c in view.crossovers)
+        text = ("<b>Where speculation stops paying</b>: " + "; ".join(c.text for c in view.crossovers)
                 if view.crossovers else "")
         if view.none_pays:
             text = "<br>".join(filter(None, [text, *(html.escape(line) for line in view.none_pays)]))
@@ -239,7 +240,7 @@ class ComparePage(QWidget):
         if view.trust and view.answer:
             text = "<br>".join(filter(None, [text, "<b>Before trusting these figures</b>: "
                                              + "; ".join(html.escape(line) for line in view.trust)]))
-        if not view.answer and view.data.get("what_if"):
+        if not view.answer and view.what_if:
             text = "No measured speculative run here: every one is a what-if run (acceptance imposed), below."
         self.crossover.setText(text)
         self.crossover.setVisible(bool(text))
@@ -248,7 +249,7 @@ class ComparePage(QWidget):
         else:
             self.baseline_note.show_reason(view.no_baseline, view.tally.experiments)
         self._fill_chooser()
-        fastest = next((i for i, r in enumerate(view.answer) if r["fastest"]), 0 if view.answer else None)
+        fastest = next((i for i, r in enumerate(view.answer) if r.fastest), 0 if view.answer else None)
         if fastest is not None:
             self.answer.selectRow(fastest)
         else:
@@ -308,19 +309,19 @@ class ComparePage(QWidget):
             chartlib.fit_legend(plot, max(self.stack.height(), 200))
 
     # --- the serve command ------------------------------------------------------------------
-    def chosen(self) -> dict | None:
+    def chosen(self) -> AnswerRow | None:
         selected = self.answer.selectionModel().selectedRows()
         return self.answer_model.row(selected[0].row()) if selected else None
 
     def _chosen(self, *_):
         row = self.chosen()
         self.copy_button.setEnabled(row is not None)
-        self.command.setText(f"<code>{row['command']}</code>" if row else "")
+        self.command.setText(f"<code>{row.command}</code>" if row else "")
 
     def copy_command(self) -> None:
         row = self.chosen()
-        if row:
-            QGuiApplication.clipboard().setText(row["command"])
+        if row and row.command:
+            QGuiApplication.clipboard().setText(row.command)
 
     # --- exports ----------------------------------------------------------------------------
     def export_to(self, folder: Path) -> list[Path]:
@@ -340,12 +341,12 @@ class ComparePage(QWidget):
             w.deleteLater()
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{name}.{suffix}"
-                writer(view.data[chartlib.DATA_OF[name]], path)
+                writer(view.data.rows(name), path)
                 written.append(path)
-        if view.what_if_export:  # the what-if table in files of its own, never the measured one's
+        if view.what_if:  # the what-if table in files of its own, never the measured one's
             for suffix, writer in (("csv", report.write_csv), ("json", report.write_json)):
                 path = folder / f"{WHAT_IF_TABLE}.{suffix}"
-                writer(view.what_if_export, path)
+                writer(view.what_if, path)
                 written.append(path)
         return written
 

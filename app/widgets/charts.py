@@ -5,15 +5,16 @@ right of the data, a caption line with the run conditions. Exports are in app.wi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from app.widgets import theme, what_if_look
-from workbench.analysis import recommend
+from workbench.analysis import recommend, series as points
 from workbench.report import palette
-from workbench.usecases.chart_names import DATA_OF, has_data
+from workbench.usecases.compare_view import ChartData
 
 PREDICTION_TIP = ("Points: measured speedup (± 95% interval). Dashed line and band: the speedup predicted for "
                   "every N up to the largest one run, T(N) / c(N), with its 95% interval. T(N) = 1 + the "
@@ -132,32 +133,32 @@ def fit_legend(w: pg.PlotWidget, height: int) -> None:
     legend.updateSize()
 
 
-def _series(rows: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _series(rows: Sequence[points.Point]) -> dict[str, list]:
+    """The points by the series they are on, in the order given."""
+    out: dict[str, list] = {}
     for r in rows:
-        out.setdefault(r["series"], []).append(r)
+        out.setdefault(r.series, []).append(r)
     return out
 
 
-def row_colour(r: dict) -> str:
-    return palette.colour(r["method"], r.get("config_n"))
+def row_colour(r: points.Point) -> str:
+    return palette.colour(r.method, r.config_n)
 
 
-def _dash(rows_by_series: dict[str, list[dict]]) -> dict[int, Qt.PenStyle]:
+def _dash(rows_by_series: dict[str, list[points.Point]]) -> dict[int, Qt.PenStyle]:
     """A measured series' concurrency by its dash (what-if series have a dash of their own)."""
-    levels = sorted({items[0].get("concurrency") for items in rows_by_series.values()
-                     if not items[0].get("what_if")} - {None})
+    levels = sorted({items[0].concurrency for items in rows_by_series.values() if not items[0].what_if} - {None})
     return {c: DASHES[i % len(DASHES)] for i, c in enumerate(levels)}
 
 
-def _looks(rows_by_series: dict[str, list[dict]]) -> dict[str, dict]:
+def _looks(rows_by_series: dict[str, list[points.Point]]) -> dict[str, dict]:
     """Each series' look as _line's keywords: a measured one's dash tells its concurrency; a
     what-if one is drawn apart (app.widgets.what_if_look), its marker telling its concurrency."""
     dash, shape = _dash(rows_by_series), what_if_look.symbols(rows_by_series)
     looks = {}
     for name, items in rows_by_series.items():
-        c = items[0].get("concurrency")
-        looks[name] = ({"what_if": True, "symbol": shape.get(c, "o")} if items[0].get("what_if")
+        c = items[0].concurrency
+        looks[name] = ({"what_if": True, "symbol": shape.get(c, "o")} if items[0].what_if
                        else {"style": dash.get(c, Qt.SolidLine)})
     return looks
 
@@ -178,24 +179,25 @@ def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.Soli
     what_if_look.error_bars(w, x, y, ci, pg.mkPen(colour))
 
 
-def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, unit: str, fmt: str,
-               ci: str | None = None) -> None:
+def _against_n(w: pg.PlotWidget, rows: Sequence, figure: Callable, baseline_of: Callable, unit: str, fmt: str,
+               ci: Callable | None = None) -> None:
     """One line per method and context against N (the method's colour, the context's dash), and a
-    grey line per context at its baseline's value, named in the legend with that value."""
+    grey line per context at its baseline's value (`baseline_of` a point), named in the legend
+    with that value."""
     series = _series(rows)
     looks = _looks(series)
     dash = _dash(series)
     baselines = {}
-    ns = [r["n"] for r in rows if r.get("n") is not None]
+    ns = [r.n for r in rows if r.n is not None]
     for name, items in series.items():
-        _line(w, row_colour(items[0]), [r["n"] for r in items],
-              [np.nan if r[key] is None else r[key] for r in items], name,
-              [r[ci] for r in items] if ci else None, **looks[name])
-        if items[0].get(baseline_key):
+        _line(w, row_colour(items[0]), [r.n for r in items],
+              [np.nan if figure(r) is None else figure(r) for r in items], name,
+              [ci(r) for r in items] if ci else None, **looks[name])
+        base = baseline_of(items[0])
+        if base:
             # A what-if run's baseline is the what-if one (dummy weights): its line is marked too.
-            what_if = bool(items[0].get("what_if"))
-            baselines[(name.split(" · ", 1)[1], what_if)] = (
-                items[0][baseline_key], dash.get(items[0].get("concurrency"), Qt.SolidLine))
+            baselines[(name.split(" · ", 1)[1], items[0].what_if)] = (
+                base, dash.get(items[0].concurrency, Qt.SolidLine))
     for (context, what_if), (base, style) in sorted(baselines.items()):
         line_pen = (what_if_look.pen(palette.BASELINE) if what_if else
                     pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
@@ -203,8 +205,8 @@ def _against_n(w: pg.PlotWidget, rows: list[dict], key: str, baseline_key: str, 
                name=f"baseline{' (what-if)' if what_if else ''} · {context}: {fmt.format(base)} {unit}")
 
 
-def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_of, height_key: str,
-          colour_of, tip_of=None) -> None:
+def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list], x_of: Callable, height_of: Callable,
+          colour_of: Callable, tip_of: Callable | None = None) -> None:
     """Grouped bars: one bar series per legend entry, its colour the entry's swatch; a what-if
     row's bar pale and dash-outlined."""
     w.getAxis("bottom").setTicks([[(i + 1, g) for i, g in enumerate(groups)]])
@@ -212,8 +214,8 @@ def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_
     for i, (name, rows) in enumerate(series.items()):
         xs = [x_of(r) + 1 - 0.4 + width * (i + 0.5) for r in rows]
         colour = colour_of(i, rows[0])
-        looks = [what_if_look.bar_look(colour, bool(r.get("what_if"))) for r in rows]
-        bars = pg.BarGraphItem(x=xs, height=[r[height_key] for r in rows], width=width * 0.9,
+        looks = [what_if_look.bar_look(colour, r.what_if) for r in rows]
+        bars = pg.BarGraphItem(x=xs, height=[height_of(r) for r in rows], width=width * 0.9,
                                brush=colour, pen=pg.mkPen(colour), brushes=[b for b, _ in looks],
                                pens=[p for _, p in looks])
         if tip_of:
@@ -222,7 +224,7 @@ def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list[dict]], x_
         w.getPlotItem().legend.addItem(bars, name)
 
 
-def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str = "") -> bool:
+def draw(w: pg.PlotWidget, name: str, data: ChartData, caption: str = "") -> bool:
     """Draws the chart; False (and nothing drawn) when it has no data: EMPTY[name] says why."""
     w.clear()
     pi = w.getPlotItem()
@@ -231,61 +233,68 @@ def draw(w: pg.PlotWidget, name: str, data: dict[str, list[dict]], caption: str 
     w.getAxis("bottom").setTicks(None)
     if name in WHAT_IF_CHARTS:
         w.setTitle(CHARTS[name][0])  # until the rows say which acceptance was imposed
-    if not has_data(name, data):
+    if not data.has(name):
         return False
-    rows = data[DATA_OF[name]]
     if name not in WHAT_IF_CHARTS:
-        pi.caption.setText(caption + what_if_look.note(rows))
+        pi.caption.setText(caption + what_if_look.note(data.rows(name)))
     if name == "per_position":
-        series = _series(rows)
+        series = _series(data.per_position)
         looks = _looks(series)
         for s, items in series.items():
-            _line(w, row_colour(items[0]), [r["position"] for r in items], [r["acceptance"] for r in items], s,
+            _line(w, row_colour(items[0]), [r.position for r in items], [r.acceptance for r in items], s,
                   **looks[s])
         w.setYRange(0, 1.05)
     elif name == "throughput":
-        _against_n(w, rows, "tok_s", "baseline_tok_s", "tok/s", "{:.1f}", ci="tok_s_ci95")
+        _against_n(w, data.throughput, lambda r: r.tok_s, lambda r: r.baseline_tok_s, "tok/s", "{:.1f}",
+                   ci=lambda r: r.tok_s_ci95)
     elif name in ("efficiency", "mal"):
-        series = _series([r for r in rows if r.get(name) is not None])
+        figure = (lambda r: r.efficiency) if name == "efficiency" else (lambda r: r.mal)
+        series = _series([r for r in data.efficiency if figure(r) is not None])
         looks = _looks(series)
         for s, items in series.items():
-            _line(w, row_colour(items[0]), [r["n"] for r in items], [r[name] for r in items], s, **looks[s])
+            _line(w, row_colour(items[0]), [r.n for r in items], [figure(r) for r in items], s, **looks[s])
     elif name == "prediction":
-        draw_prediction(w, rows)
+        draw_prediction(w, data.prediction)
     elif name == "by_category":
-        categories = sorted({r["category"] for r in rows})
-        _bars(w, [SHORT.get(c, c) for c in categories], _series(rows), lambda r: categories.index(r["category"]),
-              "mal", lambda i, r: row_colour(r))
+        categories = sorted({r.category for r in data.by_category})
+        _bars(w, [SHORT.get(c, c) for c in categories], _series(data.by_category),
+              lambda r: categories.index(r.category), lambda r: r.mal, lambda i, r: row_colour(r))
     elif name == "by_prompt_length":
-        series = _series(rows)
+        series = _series(data.by_prompt_length)
         looks = _looks(series)
         for s, items in series.items():
-            _line(w, row_colour(items[0]), [r["prompt_tokens_from"] for r in items], [r["mal"] for r in items], s,
+            _line(w, row_colour(items[0]), [r.prompt_tokens_from for r in items], [r.mal for r in items], s,
                   **looks[s])
     elif name == "energy":
-        _against_n(w, rows, "joules_per_token", "baseline_joules_per_token", "J/token", "{:.3f}")
+        _against_n(w, data.energy, lambda r: r.joules_per_token, lambda r: r.baseline_joules_per_token, "J/token",
+                   "{:.3f}")
     elif name == "gpus":
-        configs = list(dict.fromkeys(f"#{r['run']} {r['config']}" for r in rows))
-        w.getAxis("bottom").setStyle(tickFont=theme.small_font())
-        by_gpu: dict[str, list[dict]] = {}
-        for r in rows:
-            by_gpu.setdefault(r["gpu"], []).append(r)
-        _bars(w, [c.split(" ", 1)[1].replace(" · ", " ") for c in configs], by_gpu,
-              lambda r: configs.index(f"#{r['run']} {r['config']}"), "power_w", lambda i, r: palette.other(i),
-              lambda items: "\n".join(f"{r['config']}: {r['power_w']:.0f} W"
-                                      + (f", {r['util_pct']:.0f} % busy" if r["util_pct"] is not None else "")
-                                      for r in items))
+        draw_gpus(w, data.gpus)
     elif name == "concurrency":
-        for s, items in _series(rows).items():
-            _line(w, row_colour(items[0]), [r["concurrency"] for r in items], [r["speedup"] for r in items], s,
-                  [r["speedup_ci95"] for r in items], what_if=bool(items[0].get("what_if")))
-        _unity(w, [r["concurrency"] for r in rows])
+        for s, items in _series(data.concurrency).items():
+            _line(w, row_colour(items[0]), [r.concurrency for r in items], [r.speedup for r in items], s,
+                  [r.speedup_ci95 for r in items], what_if=items[0].what_if)
+        _unity(w, [r.concurrency for r in data.concurrency])
     elif name == "breakeven":
-        w.setTitle(what_if_look.title(CHARTS[name][0], rows))
+        w.setTitle(what_if_look.title(CHARTS[name][0], data.breakeven))
         # A long source must not widen the data's column and push the legend out of the plot.
         pi.titleLabel.setMinimumWidth(0)
-        what_if_look.draw_breakeven(w, rows)
+        what_if_look.draw_breakeven(w, data.breakeven)
     return True
+
+
+def draw_gpus(w: pg.PlotWidget, rows: list[points.GpuBar]) -> None:
+    """Each configuration's GPUs as grouped bars of mean power, one colour per GPU."""
+    configs = list(dict.fromkeys(f"#{r.run} {r.config}" for r in rows))
+    w.getAxis("bottom").setStyle(tickFont=theme.small_font())
+    by_gpu: dict[str, list[points.GpuBar]] = {}
+    for r in rows:
+        by_gpu.setdefault(r.gpu, []).append(r)
+    _bars(w, [c.split(" ", 1)[1].replace(" · ", " ") for c in configs], by_gpu,
+          lambda r: configs.index(f"#{r.run} {r.config}"), lambda r: r.power_w, lambda i, r: palette.other(i),
+          lambda items: "\n".join(f"{r.config}: {r.power_w:.0f} W"
+                                  + (f", {r.util_pct:.0f} % busy" if r.util_pct is not None else "")
+                                  for r in items))
 
 
 def _span(xs: list) -> list[float]:
@@ -302,12 +311,12 @@ def _unity(w: pg.PlotWidget, xs: list) -> None:
            pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DotLine))
 
 
-def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
+def draw_prediction(w: pg.PlotWidget, rows: list[recommend.PredictionPoint]) -> None:
     for series, rs in _series(rows).items():
-        x = np.array([r["n"] for r in rs], float)
+        x = np.array([r.n for r in rs], float)
         colour = row_colour(rs[0])
-        low = pg.PlotDataItem(x, [r["low"] for r in rs], pen=pg.mkPen(None))
-        high = pg.PlotDataItem(x, [r["high"] for r in rs], pen=pg.mkPen(None))
+        low = pg.PlotDataItem(x, [r.low for r in rs], pen=pg.mkPen(None))
+        high = pg.PlotDataItem(x, [r.high for r in rs], pen=pg.mkPen(None))
         band_colour = pg.mkColor(colour)
         band_colour.setAlpha(50)
         band = pg.FillBetweenItem(low, high, brush=pg.mkBrush(band_colour))
@@ -315,19 +324,19 @@ def draw_prediction(w: pg.PlotWidget, rows: list[dict]) -> None:
                         f"fitted to, and of the baseline)")
         for item in (low, high, band):
             w.addItem(item)
-        line = w.plot(x, [r["predicted"] for r in rs], name=f"{series} · predicted",
+        line = w.plot(x, [r.predicted for r in rs], name=f"{series} · predicted",
                       pen=pg.mkPen(colour, width=2, style=Qt.DashLine))
-        line.setToolTip(f"{series}: predicted speedup T(N) / c(N); best N = {rs[0]['best_n']}"
-                        + (" (a close rival is within noise)" if rs[0]["uncertain"] else "")
-                        + f". Step cost model for {recommend.FAMILIES[rs[0]['family']]}")
-        seen = [r for r in rs if r["measured"] is not None]
+        line.setToolTip(f"{series}: predicted speedup T(N) / c(N); best N = {rs[0].best_n}"
+                        + (" (a close rival is within noise)" if rs[0].uncertain else "")
+                        + f". Step cost model for {recommend.FAMILIES[rs[0].family]}")
+        seen = [r for r in rs if r.measured is not None]
         if seen:
-            mx = np.array([r["n"] for r in seen], float)
-            my = np.array([r["measured"] for r in seen], float)
+            mx = np.array([r.n for r in seen], float)
+            my = np.array([r.measured for r in seen], float)
             w.plot(mx, my, name=f"{series} · measured", pen=None, symbol="o", symbolSize=8, symbolBrush=colour,
                    symbolPen=pg.mkPen(colour))
-            what_if_look.error_bars(w, mx, my, [r["measured_ci95"] for r in seen], pg.mkPen(colour))
-    _unity(w, [r["n"] for r in rows])
+            what_if_look.error_bars(w, mx, my, [r.measured_ci95 for r in seen], pg.mkPen(colour))
+    _unity(w, [r.n for r in rows])
 
 
 def right_axis_curve(plot: pg.PlotWidget, axis_label: str, name: str, pen, y_range: tuple[float, float]):

@@ -8,11 +8,13 @@ series). Bars of a what-if configuration are pale with a dashed outline."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from workbench.analysis import breakeven
+from workbench.analysis import breakeven, series as points
 from workbench.report import palette
 
 DASH_PATTERN = [7, 4]      # in pen widths: longer dashes than Qt.DashLine's 4-2
@@ -50,10 +52,9 @@ def error_bars(w: pg.PlotWidget, x, y, ci, bar_pen) -> None:
                                   beam=0.15, pen=bar_pen))
 
 
-def symbols(rows_by_series: dict[str, list[dict]]) -> dict[int, str]:
+def symbols(rows_by_series: dict[str, list[points.Point]]) -> dict[int, str]:
     """A what-if series' concurrency by its marker's shape (its dash being the what-if one)."""
-    levels = sorted({items[0].get("concurrency") for items in rows_by_series.values()
-                     if items[0].get("what_if")} - {None})
+    levels = sorted({items[0].concurrency for items in rows_by_series.values() if items[0].what_if} - {None})
     return {c: SYMBOLS[i % len(SYMBOLS)] for i, c in enumerate(levels)}
 
 
@@ -68,46 +69,46 @@ def bar_look(colour: str, what_if: bool) -> tuple:
     return pg.mkBrush(fill), outline
 
 
-def note(rows: list[dict]) -> str:
+def note(rows: Sequence[points.Point | points.GpuBar]) -> str:
     """The caption's line about what-if series in a chart, or "" when it has none."""
-    marked = [r for r in rows if r.get("what_if")]
+    marked = [r for r in rows if r.what_if]
     if not marked:
         return ""
     return (" · dashed, pale, hollow markers: what-if (acceptance imposed: "
             f"{breakeven.source_text(marked)}; dummy weights, not measured acceptance)")
 
 
-def title(base: str, rows: list[dict]) -> str:
+def title(base: str, rows: list[breakeven.BreakEvenPoint]) -> str:
     return f"{base} · acceptance imposed: {breakeven.source_text(rows)}"
 
 
-def draw_breakeven(w: pg.PlotWidget, rows: list[dict]) -> None:
+def draw_breakeven(w: pg.PlotWidget, rows: list[breakeven.BreakEvenPoint]) -> None:
     """Speedup against position-1 acceptance, one dashed line per configuration x concurrency (its
     marker the concurrency's), the run's own point filled on it, and a dashed line at 1.0."""
-    series: dict[str, list[dict]] = {}
+    series: dict[str, list[breakeven.BreakEvenPoint]] = {}
     for r in rows:
-        series.setdefault(r["series"], []).append(r)
+        series.setdefault(r.series, []).append(r)
     shape_of = symbols(series)
     legend = w.getPlotItem().legend
     for name, items in series.items():
-        colour = palette.colour(items[0]["method"], items[0].get("config_n"))
         first = items[0]
-        symbol = shape_of.get(first["concurrency"], "o")
+        colour = palette.colour(first.method, first.config_n)
+        symbol = shape_of.get(first.concurrency, "o")
         # No markers along the curve, which would hide where the run itself was: only its point,
         # and the legend's sample shows both (an item only the legend holds).
-        line(w, colour, [r["p1"] for r in items], [r["speedup"] for r in items], None, symbol=None)
+        line(w, colour, [r.p1 for r in items], [r.speedup for r in items], None, symbol=None)
         sample = pg.PlotDataItem([], [], pen=pen(colour), symbol=symbol)
         # The legend draws a symbol from the item's scatter, which empty data never styles.
         sample.scatter.setBrush(pg.mkBrush(colour))
         sample.scatter.setPen(pg.mkPen(colour))
         sample.scatter.setSize(9)
         legend.addItem(sample, name)
-        if first.get("measured_p1") is not None:
-            point = w.plot([first["measured_p1"]], [first["speedup_measured"]], pen=None,
+        if first.measured_p1 is not None:
+            point = w.plot([first.measured_p1], [first.speedup_measured], pen=None,
                            symbol=symbol, symbolSize=10,
                            symbolBrush=pg.mkBrush(colour), symbolPen=pg.mkPen(colour))
-            point.setToolTip(f"{name}: measured at the imposed curve, speedup {first['speedup_measured']:.2f}, "
-                             f"step cost {first['step_cost']:.2f} baseline steps")
+            point.setToolTip(f"{name}: measured at the imposed curve, speedup {first.speedup_measured:.2f}, "
+                             f"step cost {first.step_cost:.2f} baseline steps")
     unity = pg.mkPen(palette.BASELINE, width=2)
     unity.setStyle(Qt.DashLine)
     w.plot([0.0, 1.0], [1.0, 1.0], name="speedup 1.0 (break-even)", pen=unity)

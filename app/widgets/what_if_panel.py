@@ -39,17 +39,17 @@ class WhatIfModel(RowsModel):
         if role == Qt.DisplayRole:
             return report.speedup_text(row) if key == "speedup" else report.what_if_cell(row, key, fmt)
         if role == Qt.UserRole:
-            return row.get(key)
+            return getattr(row, key)  # the column's key is the field it shows
         if role == Qt.DecorationRole and key == "config":
-            return QColor(palette.lighter(palette.colour(row["method"], row["n"]), 0.35))
+            return QColor(palette.lighter(palette.colour(row.method, row.n), 0.35))
         if role == Qt.FontRole:
             font = QFont()
             font.setItalic(True)
             return font
         if role == Qt.ToolTipRole:
             if key == "target":
-                return row["target"]
-            return report.WHAT_IF_TIPS.get(key) or f"acceptance imposed: {row.get('imposed_source')}"
+                return row.target
+            return report.WHAT_IF_TIPS.get(key) or f"acceptance imposed: {row.imposed_source}"
         return None
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
@@ -103,7 +103,7 @@ class WhatIfPanel(QGroupBox):
 
     def set_view(self, view: CompareView) -> bool:
         """Shows the view's what-if rows; False, and hidden, without any."""
-        rows = view.data.get("what_if") or []
+        rows = view.what_if
         self.source = view.what_if_source if rows else ""
         self.setTitle(f"What-if (acceptance imposed: {self.source})" if rows else TITLE)
         self.note.setText(NOTE.format(source=self.source) + " " + report.WHAT_IF_ERROR)

@@ -5,6 +5,7 @@ which speculation stops paying (the crossover). Pure, no Qt."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from workbench import store
@@ -76,12 +77,44 @@ def fastest_note(group: list[Config]) -> str:
     return "fastest"
 
 
-def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerRow:
+    """One method's best configuration at one target x workload x concurrency, as the answer shows
+    it. `fastest` marks the row that beats the baseline by the most (the configuration to serve),
+    `fastest_note` what can be said of it (`fastest_sure` when that is plainly "fastest"); `run` is
+    a run of that configuration, `command` the exact command serving it (set by the use case that
+    has the runs: workbench.usecases.compare_view)."""
+    target: str | None
+    target_short: str
+    workload: str | None
+    concurrency: int
+    method: str
+    n: int | None
+    draft: str | None
+    config: str
+    speedup: float
+    speedup_ci95: float | None
+    beyond_noise: bool | None
+    verdict: str
+    fastest: bool
+    tok_s: float | None
+    fastest_note: str | None
+    fastest_sure: bool
+    baseline_tok_s: float | None
+    mal: float | None
+    repeats: int
+    cv: float | None
+    temperature: float | None
+    run: int
+    throughput_basis: str
+    prefix_cache_hit_rate: float | None
+    cache_warning: str | None
+    command: str | None = None
+
+
+def answer_rows(cs: list[Config], what_if: bool = False) -> list[AnswerRow]:
     """One row per target x workload x concurrency x method: its best configuration, fastest
-    method first within each target x workload x concurrency. `fastest` marks the row that beats
-    the baseline by the most (the configuration to serve), `fastest_note` what can be said of it
-    (`fastest_sure` when that is plainly "fastest"); `run` is a run of that configuration (for its
-    exact command)."""
+    method first within each target x workload x concurrency."""
     best = best_per_method(cs, what_if)
     groups: dict[tuple, list[Config]] = {}
     for (target, workload, concurrency, _, _), c in best.items():
@@ -92,23 +125,23 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[dict]:
         note = fastest_note(group)
         for i, c in enumerate(group):
             fastest = i == 0 and _speedup(c) > 1
-            rows.append({
-                "target": target, "target_short": short_model(target), "workload": workload,
-                "concurrency": concurrency, "method": c.method, "n": c.n, "draft": c.draft,
-                "config": c.label, "speedup": c.speedup, "speedup_ci95": c.speedup_ci95,
-                "beyond_noise": c.beyond_noise, "verdict": verdict(c),
-                "fastest": fastest, "tok_s": c.tok_s.mean,
-                "fastest_note": note if fastest else None,
-                "fastest_sure": fastest and note == "fastest",
-                "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
-                "mal": c.mal.mean, "repeats": c.tok_s.n, "cv": c.tok_s.cv, "temperature": c.temperature,
-                "run": c.rows[0].id, "throughput_basis": c.basis,
-                "prefix_cache_hit_rate": c.prefix_cache_hit_rate, "cache_warning": c.cache_warning,
-            })
+            rows.append(AnswerRow(
+                target=target, target_short=short_model(target), workload=workload,
+                concurrency=concurrency, method=c.method, n=c.n, draft=c.draft,
+                config=c.label, speedup=_speedup(c), speedup_ci95=c.speedup_ci95,
+                beyond_noise=c.beyond_noise, verdict=verdict(c),
+                fastest=fastest, tok_s=c.tok_s.mean,
+                fastest_note=note if fastest else None,
+                fastest_sure=fastest and note == "fastest",
+                baseline_tok_s=c.baseline.tok_s.mean if c.baseline else None,
+                mal=c.mal.mean, repeats=c.tok_s.n, cv=c.tok_s.cv, temperature=c.temperature,
+                run=c.rows[0].id, throughput_basis=c.basis,
+                prefix_cache_hit_rate=c.prefix_cache_hit_rate, cache_warning=c.cache_warning,
+            ))
     return rows
 
 
-def no_baseline(rows: list[store.RunRecord], answer: list[dict]) -> str:
+def no_baseline(rows: list[store.RunRecord], answer: list[AnswerRow]) -> str:
     """Why there is no answer when it is for want of a baseline, in one sentence ("" otherwise):
     speculative runs are there but no measured baseline run completed (failed, or not run yet)."""
     measured = [r for r in rows if not r.what_if]
@@ -183,7 +216,24 @@ def _pays(c: Config) -> bool:
     return _speedup(c) > 1 and c.beyond_noise is not False
 
 
-def crossovers(cs: list[Config]) -> list[dict]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crossover:
+    """A method run at two or more concurrencies: (concurrency, best N, speedup) at each, the highest
+    concurrency up to which it pays, the first at which it stops, the crossover estimated between
+    them, and all that in one sentence (`text`)."""
+    target: str | None
+    target_short: str
+    workload: str | None
+    method: str
+    draft: str | None
+    points: list[tuple[int, int | None, float | None]]
+    pays_up_to: int | None
+    stops_at: int | None
+    estimate: float | None
+    text: str
+
+
+def crossovers(cs: list[Config]) -> list[Crossover]:
     """Per target x workload x method run at two or more concurrencies: its best speedup at each,
     the highest concurrency up to which it pays (speedup above 1, not within noise of it), the
     first at which it stops, and an estimate of the crossover between the two (speedup
@@ -205,11 +255,10 @@ def crossovers(cs: list[Config]) -> list[dict]:
             if s_lo > 1 >= s_hi and s_lo != s_hi:
                 x = math.log2(lo) + (s_lo - 1) / (s_lo - s_hi) * (math.log2(hi) - math.log2(lo))
                 estimate = 2 ** x
-        out.append({"target": target, "target_short": short_model(target), "workload": workload,
-                    "method": method, "draft": draft,
-                    "points": [(c, at[c].n, at[c].speedup) for c in levels],
-                    "pays_up_to": before[-1] if before else None, "stops_at": stops, "estimate": estimate,
-                    "text": _crossover_text(method, levels, at, before, stops, estimate)})
+        out.append(Crossover(target=target, target_short=short_model(target), workload=workload,
+                             method=method, draft=draft, points=[(c, at[c].n, at[c].speedup) for c in levels],
+                             pays_up_to=before[-1] if before else None, stops_at=stops, estimate=estimate,
+                             text=_crossover_text(method, levels, at, before, stops, estimate)))
     return out
 
 
@@ -226,25 +275,25 @@ def _crossover_text(method: str, levels: list[int], at: dict[int, Config], befor
             f"c={stops} ({at[stops].speedup:.2f}x, {verdict(at[stops])}){where}")
 
 
-def none_pays(rows: list[dict]) -> list[str]:
+def none_pays(rows: list[AnswerRow]) -> list[str]:
     """Per target x workload x concurrency where no method pays beyond noise (answer_rows' rows),
     why, in the terms that decide it: a speculative step yields MAL tokens where a baseline step
     yields one, so it pays only while it costs fewer than MAL baseline steps; the cost here is
     MAL / speedup."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[AnswerRow]] = {}
     for r in rows:
-        groups.setdefault((r["target_short"], r["workload"], r["concurrency"]), []).append(r)
+        groups.setdefault((r.target_short, r.workload, r.concurrency), []).append(r)
     out = []
     for (target, workload, concurrency), group in groups.items():
-        if any(r["speedup"] > 1 and r["beyond_noise"] for r in group):
+        if any(r.speedup > 1 and r.beyond_noise for r in group):
             continue
         parts = []
         for r in group:
-            if not r["mal"] or not r["speedup"]:
+            if not r.mal or not r.speedup:
                 continue
-            cost = r["mal"] / r["speedup"]
-            parts.append(f"{r['config']} accepts {r['mal']:.2f} tokens a step, but its step costs "
-                         f"{cost:.2f} baseline steps ({r['speedup']:.2f}x, {r['verdict']})")
+            cost = r.mal / r.speedup
+            parts.append(f"{r.config} accepts {r.mal:.2f} tokens a step, but its step costs "
+                         f"{cost:.2f} baseline steps ({r.speedup:.2f}x, {r.verdict})")
         if parts:
             out.append(f"Nothing pays beyond noise for {target} on {workload} at c={concurrency}: "
                        + "; ".join(parts) + ". A step pays only while it costs fewer baseline steps "
@@ -270,7 +319,22 @@ def _ms(value: float | None) -> str:
     return "not recorded" if value is None else f"{value:.1f} ms"
 
 
-def within_itl(cs: list[Config], max_itl_p99_ms: float) -> list[dict]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BestUnderItl:
+    """The best N of one target x workload x concurrency x method under an ITL p99 bound: None
+    where no N meets it; `unbounded_n` the best N without the bound; `text` says it in words."""
+    target: str | None
+    workload: str | None
+    concurrency: int
+    method: str
+    n: int | None
+    speedup: float | None
+    itl_p99_ms: float | None
+    unbounded_n: int | None
+    text: str
+
+
+def within_itl(cs: list[Config], max_itl_p99_ms: float) -> list[BestUnderItl]:
     """The best N under a latency bound: per target x workload x concurrency x method, the
     configuration with the highest mean throughput among those whose ITL p99 (the mean over its
     repeats) is at most `max_itl_p99_ms`, since a speedup bought with stalls in the stream may not
@@ -300,7 +364,7 @@ def within_itl(cs: list[Config], max_itl_p99_ms: float) -> list[dict]:
             text = (f"{where}: N={best.n}, {_speedup(best):.2f}x, ITL p99 {_ms(itl[id(best)])}{base_itl}"
                     + ("" if best is unbounded else f"; the fastest, N={unbounded.n} ({_speedup(unbounded):.2f}x), "
                        f"has ITL p99 {_ms(itl[id(unbounded)])}"))
-        out.append({"target": target, "workload": workload, "concurrency": concurrency, "method": method,
-                    "n": best.n if best else None, "speedup": best.speedup if best else None,
-                    "itl_p99_ms": itl[id(best)] if best else None, "unbounded_n": unbounded.n, "text": text})
+        out.append(BestUnderItl(target=target, workload=workload, concurrency=concurrency, method=method,
+                                n=best.n if best else None, speedup=best.speedup if best else None,
+                                itl_p99_ms=itl[id(best)] if best else None, unbounded_n=unbounded.n, text=text))
     return out

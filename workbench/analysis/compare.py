@@ -1,18 +1,18 @@
 """Comparing runs: repeats aggregated with 95% confidence intervals, speedup against the matching
-baseline, best N, efficiency, what each costs in latency, and every Compare chart's data (pure, no Qt)."""
+baseline, best N, efficiency and what each costs in latency (pure, no Qt). The charts' data is built
+from these configurations in workbench.analysis.series."""
 
 from __future__ import annotations
 
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
 from workbench import store
 from workbench.analysis import basis as throughput_basis
 from workbench.analysis import latency, prefix_cache
-from workbench.metrics import telemetry
 
 # A baseline matches a speculative run when everything but the drafting method is the same.
 MATCH = ("experiment_id", "target", "workload", "concurrency", "request_rate", "max_tokens",
@@ -253,104 +253,75 @@ def _best(cs: list[Config], what_if: bool) -> dict[tuple, Config]:
     return best
 
 
-def _figures(c: Config) -> dict:
-    return {
-        "target": c.target, "method": c.method, "draft": c.draft, "workload": c.workload,
-        "concurrency": c.concurrency, "best_n": c.n,
-        "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None,
-        "tok_s": c.tok_s.mean, "tok_s_ci95": c.tok_s.ci95, "speedup": c.speedup,
-        "speedup_ci95": c.speedup_ci95, "beyond_noise": c.beyond_noise,
-        "mal": c.mal.mean, "acceptance_rate": c.acceptance_rate.mean, "efficiency": c.efficiency,
-        "repeats": c.tok_s.n, "cv": c.tok_s.cv, "what_if": c.what_if,
-        "imposed_source": (c.imposed or {}).get("source"),
-        "throughput_basis": c.basis, "window_tok_s": c.window_tok_s.mean,
-        "prefix_cache_hit_rate": c.prefix_cache_hit_rate,
-        "baseline_prefix_cache_hit_rate": c.baseline.prefix_cache_hit_rate if c.baseline else None,
-        "cache_warning": c.cache_warning, **latency.figures(c.rows, c.baseline.rows if c.baseline else None),
-    }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures(latency.LatencyFigures):
+    """One configuration's figures, as the speedup table and All figures list them (a column is a
+    field's name): what it is, its throughput and speedup against its baseline, MAL, efficiency,
+    what backs them, and its latency (the base's fields). `best` marks the best N of its method x
+    workload x concurrency; in the speedup table every row is one, `best_n` its N."""
+    target: str | None
+    method: str
+    draft: str | None
+    workload: str | None
+    concurrency: int
+    best_n: int | None
+    baseline_tok_s: float | None
+    tok_s: float | None
+    tok_s_ci95: float | None
+    speedup: float | None
+    speedup_ci95: float | None
+    beyond_noise: bool | None
+    mal: float | None
+    acceptance_rate: float | None
+    efficiency: float | None
+    repeats: int
+    cv: float | None
+    what_if: bool
+    imposed_source: str | None
+    throughput_basis: str
+    window_tok_s: float | None
+    prefix_cache_hit_rate: float | None
+    baseline_prefix_cache_hit_rate: float | None
+    cache_warning: str | None
+    n: int | None
+    best: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as the speedup_table files write it: what and how fast first, latency after."""
+        every = asdict(self)
+        later = [f.name for f in fields(latency.LatencyFigures)]
+        return {k: v for k, v in every.items() if k not in later} | {k: every[k] for k in later}
 
 
-def speedup_table(cs: list[Config], what_if: bool = False) -> list[dict]:
+def _figures(c: Config, best: bool) -> Figures:
+    base = c.baseline
+    return Figures(
+        target=c.target, method=c.method, draft=c.draft, workload=c.workload, concurrency=c.concurrency,
+        best_n=c.n, baseline_tok_s=base.tok_s.mean if base else None, tok_s=c.tok_s.mean,
+        tok_s_ci95=c.tok_s.ci95, speedup=c.speedup, speedup_ci95=c.speedup_ci95, beyond_noise=c.beyond_noise,
+        mal=c.mal.mean, acceptance_rate=c.acceptance_rate.mean, efficiency=c.efficiency, repeats=c.tok_s.n,
+        cv=c.tok_s.cv, what_if=c.what_if, imposed_source=(c.imposed or {}).get("source"),
+        throughput_basis=c.basis, window_tok_s=c.window_tok_s.mean, prefix_cache_hit_rate=c.prefix_cache_hit_rate,
+        baseline_prefix_cache_hit_rate=base.prefix_cache_hit_rate if base else None,
+        cache_warning=c.cache_warning, n=c.n, best=best,
+        **asdict(latency.figures(c.rows, base.rows if base else None)))
+
+
+def speedup_table(cs: list[Config], what_if: bool = False) -> list[Figures]:
     """Per target x method x workload x concurrency: the best N by mean throughput, shaped like
     the reference study's table. Measured runs only, unless `what_if` (then what-if runs only:
     an imposed acceptance is never mixed into a measured table)."""
     best = _best(cs, what_if)
-    return [_figures(c) for _, c in sorted(best.items(), key=lambda kv: [str(k) for k in kv[0]])]
+    return [_figures(c, True) for _, c in sorted(best.items(), key=lambda kv: [str(k) for k in kv[0]])]
 
 
-def config_table(cs: list[Config], what_if: bool = False) -> list[dict]:
+def config_table(cs: list[Config], what_if: bool = False) -> list[Figures]:
     """Every configuration's figures (the Compare page's "All figures"), each N on its own row,
-    `n` its N and `best` marking the best N of its method x workload x concurrency."""
+    `best` marking the best N of its method x workload x concurrency."""
     chosen = {id(c) for c in _best(cs, what_if).values()}
-    rows = [{**_figures(c), "n": c.n, "best": id(c) in chosen}
-            for c in cs if c.method != "baseline" and c.what_if == what_if]
-    return sorted(rows, key=lambda r: [str(r[k]) for k in ("target", "method", "draft", "workload")]
-                  + [r["concurrency"], r["n"] or 0])
-
-
-def _who(c: Config, n: int | None = None) -> dict:
-    """What a chart row belongs to: its method (and N, for a row of one configuration) pick its
-    colour; workload and concurrency its context; a what-if row is drawn apart and says its source."""
-    return {"method": c.method, "config_n": n, "workload": c.workload, "concurrency": c.concurrency,
-            "what_if": c.what_if, "imposed_source": (c.imposed or {}).get("source")}
-
-
-def _method(c: Config) -> str:
-    """A series' method, marked when what-if: a what-if line never merges with a measured one."""
-    return f"{c.method} (what-if)" if c.what_if else c.method
-
-
-def chart_data(cs: list[Config]) -> dict[str, list[dict]]:
-    """The data behind each Compare chart, as flat rows (also what CSV/JSON exports write)."""
-    spec = [c for c in cs if c.method != "baseline"]
-    per_position = [{"series": f"{c.label} · {c.workload} · c={c.concurrency}", **_who(c, c.n), "position": i + 1,
-                     "acceptance": p}
-                    for c in spec if c.per_position for i, p in enumerate(c.per_position)]
-    throughput = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "tok_s": c.tok_s.mean,
-                   "tok_s_ci95": c.tok_s.ci95, "baseline_tok_s": c.baseline.tok_s.mean if c.baseline else None}
-                  for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
-    efficiency = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n, "mal": c.mal.mean,
-                   "speedup": c.speedup, "efficiency": c.efficiency}
-                  for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0))]
-    by_conc: dict[tuple, set] = {}
-    for c in spec:
-        by_conc.setdefault((c.method, c.n, c.workload, c.what_if), set()).add(c.concurrency)
-    concurrency = [{"series": f"{c.label} · {c.workload}", **_who(c, c.n), "speedup": c.speedup,
-                    "speedup_ci95": c.speedup_ci95}
-                   for c in sorted(spec, key=lambda c: (c.method, c.n or 0, c.workload, c.concurrency))
-                   if len(by_conc[(c.method, c.n, c.workload, c.what_if)]) > 1]
-    def joules(c: Config | None) -> float | None:
-        if c is None:
-            return None
-        return estimate(r.joules_per_token for r in c.rows).mean
-    energy = [{"series": f"{_method(c)} · {c.workload} · c={c.concurrency}", **_who(c), "n": c.n,
-               "joules_per_token": joules(c),
-               "baseline_joules_per_token": joules(c.baseline)}
-              for c in sorted(spec, key=lambda c: (c.method, c.workload, c.concurrency, c.n or 0)) if joules(c)]
-    return {"per_position": per_position, "throughput": throughput, "efficiency": efficiency,
-            "concurrency": concurrency, "energy": energy}
-
-
-def gpu_data(db: store.Database, run_ids: list[int]) -> dict[str, list[dict]]:
-    """Mean power and utilisation of every GPU a run used, over its measured window, and the power
-    summed over its GPUs (what a tensor-parallel configuration draws in all)."""
-    out = []
-    for run_id in run_ids:
-        r = store.run(db, run_id)
-        if r is None or r.status != "completed" or not r.finished or not r.window_s:
-            continue
-        t1 = r.finished
-        t0 = t1 - r.window_s - 1.0
-        readings = store.gpu_means(db, run_id, t0, t1)
-        config = (f"{r.method}{'' if r.n is None else ' N=' + str(r.n)}"
-                  f"{' (what-if)' if r.what_if else ''} · c={r.concurrency}")
-        for physical, index, power, util in readings:
-            out.append({"config": config, "run": run_id, "gpu": telemetry.label("gpu", physical, index),
-                        "power_w": power, "util_pct": util, "what_if": bool(r.what_if)})
-        if len(readings) > 1 and all(x[2] is not None for x in readings):
-            out.append({"config": config, "run": run_id, "gpu": "all GPUs",
-                        "power_w": sum(x[2] for x in readings), "util_pct": None, "what_if": bool(r.what_if)})
-    return {"gpus": out}
+    rows = [_figures(c, id(c) in chosen) for c in cs if c.method != "baseline" and c.what_if == what_if]
+    return sorted(rows, key=lambda f: [str(v) for v in (f.target, f.method, f.draft, f.workload)]
+                  + [f.concurrency, f.n or 0])
 
 
 def survival_from_histogram(histogram: list[int]) -> list[float] | None:
@@ -360,39 +331,3 @@ def survival_from_histogram(histogram: list[int]) -> list[float] | None:
     if not steps:
         return None
     return [sum(histogram[i + 1:]) / steps for i in range(len(histogram) - 1)]
-
-
-def request_data(db: store.Database, run_ids: list[int], bins: int = 4) -> dict[str, list[dict]]:
-    """Per-request attribution (vLLM's per-request spec-decode metrics) for the chosen runs:
-    acceptance by prompt category, and MAL against prompt length in quantile bins. Totals are
-    request-weighted: sums of accepted and drafts over the requests, as the counters are."""
-    if not run_ids:
-        return {"by_category": [], "by_prompt_length": []}
-    rows = store.spec_requests(db, run_ids)
-    by_cat: dict[tuple, list[float]] = {}
-    for method, n, conc, category, _, drafts, accepted, drafted in rows:
-        if not category:
-            continue  # a prompt file without categories: its requests count only in the other charts
-        acc = by_cat.setdefault((method, n, conc, category), [0.0, 0.0, 0.0])
-        acc[0] += drafts
-        acc[1] += accepted
-        acc[2] += drafted or 0  # absent from vLLM builds that report only steps and accepted tokens
-    by_category = [{"series": f"{m} N={n} · c={conc}", "method": m, "config_n": n, "concurrency": conc,
-                    "category": c, "mal": 1 + a / d, "acceptance_rate": a / t if t else None, "requests_steps": d}
-                   for (m, n, conc, c), (d, a, t) in sorted(by_cat.items(), key=lambda kv: [str(k) for k in kv[0]])]
-    lengths = sorted(r[4] for r in rows if r[4])
-    by_length: list[dict] = []
-    if lengths:
-        edges = sorted({lengths[min(len(lengths) - 1, int(len(lengths) * q / bins))] for q in range(bins)} | {lengths[-1] + 1})
-        groups: dict[tuple, list[float]] = {}
-        for method, n, conc, _, tokens, drafts, accepted, _ in rows:
-            if not tokens:
-                continue
-            low = max(e for e in edges if e <= tokens)
-            acc = groups.setdefault((method, n, conc, low), [0.0, 0.0])
-            acc[0] += drafts
-            acc[1] += accepted
-        by_length = [{"series": f"{m} N={n} · c={conc}", "method": m, "config_n": n, "concurrency": conc,
-                      "prompt_tokens_from": low, "mal": 1 + a / d}
-                     for (m, n, conc, low), (d, a) in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]])]
-    return {"by_category": by_category, "by_prompt_length": by_length}

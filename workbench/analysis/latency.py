@@ -10,7 +10,7 @@ holds exactly the window's requests, so nothing is added to the schema."""
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from workbench import store
 from workbench.metrics.percentiles import percentile
@@ -52,14 +52,34 @@ def mean_of(rows: list[store.RunRecord], key: str) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def figures(rows: list[store.RunRecord], baseline: list[store.RunRecord] | None) -> dict:
-    """A configuration's latency percentiles (means over the runs of its repeats, `rows`), each
-    one's ratio to its baseline's (None without a baseline or where either lacks it), and its
-    per-request MAL. Rows, not a compare.Config: compare imports this module."""
-    out: dict = {"request_mal": mean_of(rows, "request_mal")}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyFigures:
+    """A configuration's latency: each percentile of METRICS (the mean over its repeats), its ratio
+    to the baseline's (`ratio_key`: None without a baseline or where either lacks it), and the
+    per-request MAL."""
+    request_mal: float | None
+    ttft_p50_ms: float | None
+    ttft_p50_ratio: float | None
+    ttft_p99_ms: float | None
+    ttft_p99_ratio: float | None
+    tpot_p50_ms: float | None
+    tpot_p50_ratio: float | None
+    tpot_p99_ms: float | None
+    tpot_p99_ratio: float | None
+    itl_p50_ms: float | None
+    itl_p50_ratio: float | None
+    itl_p99_ms: float | None
+    itl_p99_ratio: float | None
+
+
+def figures(rows: list[store.RunRecord], baseline: list[store.RunRecord] | None) -> LatencyFigures:
+    """A configuration's latency figures from the runs of its repeats (`rows`) and its baseline's.
+    Rows, not a compare.Config: compare imports this module."""
+    # By name: each metric of METRICS and its ratio are the fields named after it.
+    values: dict[str, float | None] = {"request_mal": mean_of(rows, "request_mal")}
     for key in METRICS:
         mine = mean_of(rows, key)
         theirs = mean_of(baseline, key) if baseline is not None else None
-        out[key] = mine
-        out[ratio_key(key)] = mine / theirs if mine is not None and theirs else None
-    return out
+        values[key] = mine
+        values[ratio_key(key)] = mine / theirs if mine is not None and theirs else None
+    return LatencyFigures(**values)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench import methods, store
+from workbench.analysis import series
 from workbench.analysis.compare import Config, t95
 from workbench.errors import DraftbenchError
 
@@ -328,17 +329,33 @@ def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE,
     return out
 
 
-def chart_rows(cs: list[Config]) -> list[dict]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictionPoint(series.Point):
+    """A point of the chart of speedup against N: the speedup predicted at N with its 95% interval
+    (`low`, `high`), the measured one where N was run, and the recommendation it belongs to."""
+    n: int
+    predicted: float
+    low: float
+    high: float
+    measured: float | None
+    measured_ci95: float | None
+    best_n: int
+    uncertain: bool
+    family: str
+    cost_source: str
+
+
+def chart_rows(cs: list[Config]) -> list[PredictionPoint]:
     """The Compare chart of speedup against N: per method x workload x concurrency, the predicted
     speedup with its 95% interval at every N up to N_max, and the measured speedup where run.
     Measured configurations only: a prediction is a recommendation, and none rests on an imposed
     acceptance (a what-if run's break-even chart is its own, workbench.analysis.breakeven)."""
     out = []
     for key, rec in sorted(from_configs(cs).items(), key=lambda kv: [str(k) for k in kv[0]]):
-        series = f"{key[2]} · {key[5]} · c={key[6]}"
+        name = f"{key[2]} · {key[5]} · c={key[6]}"
         for p in rec.curve:
-            out.append({"series": series, "method": key[2], "config_n": None, "workload": key[5],
-                        "concurrency": key[6], "n": p.n, "predicted": p.speedup, "low": p.low, "high": p.high,
-                        "measured": p.measured, "measured_ci95": p.measured_half_width, "best_n": rec.best_n,
-                        "uncertain": rec.uncertain, "family": rec.family, "cost_source": p.cost_source})
+            out.append(PredictionPoint(series=name, method=key[2], workload=key[5], concurrency=key[6], n=p.n,
+                                       predicted=p.speedup, low=p.low, high=p.high, measured=p.measured,
+                                       measured_ci95=p.measured_half_width, best_n=rec.best_n,
+                                       uncertain=rec.uncertain, family=rec.family, cost_source=p.cost_source))
     return out

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from workbench.cli.common import CliError, open_db, table
+
+if TYPE_CHECKING:  # the analysis loads only when a verb runs, so `--help` stays fast
+    from workbench.analysis.compare import Figures
 
 
 def register(sub) -> None:
@@ -116,8 +120,9 @@ def show(args) -> int:
         print(f"\n  {LATENCY_NOTE}")
     if bound is not None:
         print(f"\nbest N with ITL p99 <= {bound:g} ms (the mean over repeats; measured runs only):")
-        for found in answer.within_itl(cs, bound) or [{"text": "no speculative configuration with a baseline"}]:
-            print(f"  {found['text']}")
+        found = [best.text for best in answer.within_itl(cs, bound)]
+        for line in found or ["no speculative configuration with a baseline"]:
+            print(f"  {line}")
     notes = (answer.basis_notes(cs) + answer.cache_warnings(cs) + answer.lossless_notes(cs)
              + (pin.differs if pin is not None else []))
     if notes:
@@ -161,7 +166,7 @@ def print_what_if(cs: list) -> None:
         print(f"  {line}")
 
 
-def speedup_text(configurations: list[dict]) -> str:
+def speedup_text(configurations: list[Figures]) -> str:
     """The Compare page's All figures, cell for cell: latency included, so that a speedup is never
     read without what it costs."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from workbench import __version__, store
 from workbench.report.provenance_html import section as provenance_section
 from workbench.report import palette, what_if_html
+from workbench.report.rows import AnswerLine, CrossoverLine, TableRow, WhatIfLine
 from workbench.report.table import LATENCY_TABLE, LATENCY_TIPS, cell, speedup_text
 
 STYLE = """
@@ -42,16 +43,16 @@ pre { background: #f6f6f6; padding: 0.6em; border: 1px solid #e2e2e2; }
 class Report:
     title: str
     conditions: str
-    answer: list[dict]           # workbench.analysis.answer.answer_rows, each with its `command`
-    crossovers: list[dict]       # workbench.analysis.answer.crossovers
-    speedups: list[dict]         # workbench.analysis.compare.speedup_table
+    answer: Sequence[AnswerLine]           # workbench.analysis.answer.answer_rows, each with its `command`
+    crossovers: Sequence[CrossoverLine]    # workbench.analysis.answer.crossovers
+    speedups: Sequence[TableRow]           # workbench.analysis.compare.speedup_table
     why_none_pays: list[str] = field(default_factory=list)            # workbench.analysis.answer.none_pays
     trust: list[str] = field(default_factory=list)                    # workbench.analysis.answer.trust_notes
     charts: list[tuple[str, str]] = field(default_factory=list)     # (title, SVG text)
     not_drawn: list[tuple[str, str]] = field(default_factory=list)  # (title, why)
     runs: list[store.RunRecord] = field(default_factory=list)
     # What-if runs (acceptance imposed), in a section of their own, never in the answer above.
-    what_if: list[dict] = field(default_factory=list)                 # workbench.analysis.breakeven.rows
+    what_if: Sequence[WhatIfLine] = field(default_factory=list)       # workbench.analysis.breakeven.rows
     what_if_sentences: list[str] = field(default_factory=list)        # workbench.analysis.breakeven.sentences
     what_if_source: str = ""                                          # the imposed curves' sources
     what_if_charts: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG text)
@@ -68,21 +69,21 @@ def _chip(method: str, n: int | None) -> str:
     return f'<span class="chip" style="background:{palette.colour(method, n)}"></span>'
 
 
-def answer_html(rows: list[dict]) -> str:
+def answer_html(rows: Sequence[AnswerLine]) -> str:
     head = ("<tr><th class=l>Target</th><th class=l>Workload</th><th>Conc.</th><th class=l>Method</th><th>N</th>"
             "<th>Speedup ± 95%</th><th class=l>Noise</th><th>tok/s</th><th>Baseline tok/s</th><th>MAL</th>"
             "<th>Repeats</th></tr>")
     body = "".join(
-        f'<tr class="{"fastest" if r.get("fastest_sure", r["fastest"]) else ""}"><td class=l>{_e(r["target_short"])}'
-        f'</td><td class=l>{_e(r["workload"])}</td><td>{r["concurrency"]}</td>'
-        f'<td class=l>{_chip(r["method"], r["n"])}{_e(r["method"])}{" (" + _e(r.get("fastest_note") or "fastest") + ")" if r["fastest"] else ""}</td>'
-        f'<td>{_e(r["n"])}</td><td>{speedup_text(r)}</td><td class=l>{_e(r["verdict"])}</td>'
+        f'<tr class="{"fastest" if r.fastest_sure else ""}"><td class=l>{_e(r.target_short)}'
+        f'</td><td class=l>{_e(r.workload)}</td><td>{r.concurrency}</td>'
+        f'<td class=l>{_chip(r.method, r.n)}{_e(r.method)}{" (" + _e(r.fastest_note or "fastest") + ")" if r.fastest else ""}</td>'
+        f'<td>{_e(r.n)}</td><td>{speedup_text(r)}</td><td class=l>{_e(r.verdict)}</td>'
         f'<td>{cell(r, "tok_s", "{:.1f}")}</td><td>{cell(r, "baseline_tok_s", "{:.1f}")}</td>'
-        f'<td>{cell(r, "mal", "{:.2f}")}</td><td>{r["repeats"]}</td></tr>' for r in rows)
+        f'<td>{cell(r, "mal", "{:.2f}")}</td><td>{r.repeats}</td></tr>' for r in rows)
     return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 
-def latency_html(rows: list[dict]) -> str:
+def latency_html(rows: Sequence[TableRow]) -> str:
     """Each method's best N beside what it costs in latency, and its MAL both ways: a speedup can be
     bought with slower streaming, which the answer above does not show."""
     if not rows:
@@ -98,12 +99,12 @@ def latency_html(rows: list[dict]) -> str:
             f"the mean of each request's.</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
-def serve_html(rows: list[dict], why_none_pays: Sequence[str] = ()) -> str:
+def serve_html(rows: Sequence[AnswerLine], why_none_pays: Sequence[str] = ()) -> str:
     """The command serving the fastest configuration, once per distinct command."""
-    where: dict[str, list[str]] = {}
+    where: dict[str | None, list[str]] = {}
     for r in rows:
-        if r["fastest"]:
-            where.setdefault(r["command"], []).append(f"{r['target_short']} · {r['workload']} · c={r['concurrency']}")
+        if r.fastest:
+            where.setdefault(r.command, []).append(f"{r.target_short} · {r.workload} · c={r.concurrency}")
     if not where:
         why = "".join(f"<p>{_e(line)}</p>" for line in why_none_pays)
         return "<p>No configuration beat the baseline: serve the target without speculation.</p>" + why
@@ -165,7 +166,7 @@ def details_html(runs: list[store.RunRecord]) -> str:
 def render(r: Report) -> str:
     charts = "".join(_image(title, svg) for title, svg in r.charts)
     missing = "".join(f"<li>{_e(title)}: {_e(why)}</li>" for title, why in r.not_drawn)
-    crossings = "".join(f"<li>{_e(c['target_short'])} · {_e(c['workload'])}: {_e(c['text'])}</li>"
+    crossings = "".join(f"<li>{_e(c.target_short)} · {_e(c.workload)}: {_e(c.text)}</li>"
                         for c in r.crossovers) or "<li>Every configuration ran at one concurrency only.</li>"
     serve = serve_html(r.answer, r.why_none_pays)
     if not r.answer and r.what_if:

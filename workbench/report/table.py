@@ -1,6 +1,9 @@
-"""The speedup table's columns and cells, as the Compare page, `draftbench show` and the report print them."""
+"""The speedup table's columns and cells, as the Compare page, `draftbench show` and the report print them.
+A column's key is the name of the field it shows (workbench.report.rows)."""
 
 from __future__ import annotations
+
+from workbench.report.rows import Interval, MarkedRow, TableRow, WhatIfLine
 
 TABLE_COLUMNS = [
     ("target", "Target", "{}"), ("method", "Method", "{}"), ("workload", "Workload", "{}"),
@@ -46,24 +49,25 @@ LATENCY_TIPS = {
 }
 
 
-def cell(row: dict, key: str, fmt: str) -> str:
-    value = row.get(key)
+def cell(row: TableRow, key: str, fmt: str) -> str:
+    # By name: the column's key is the field it shows; a latency figure's ratio is `<metric>_ratio`.
+    value = getattr(row, key)
     if value is None:
         return "–"
-    ratio = row.get(key.removesuffix("_ms") + "_ratio") if key.endswith("_ms") else None
+    ratio = getattr(row, key.removesuffix("_ms") + "_ratio") if key.endswith("_ms") else None
     if ratio is not None:
         return f"{fmt.format(value)} (×{ratio:.2f})"
-    if key == "speedup" and row.get("speedup_ci95") is not None:
-        mark = "" if row.get("beyond_noise") else " (within noise)"
-        return f"{value:.2f} ± {row['speedup_ci95']:.2f}{mark}"
+    if key == "speedup" and row.speedup_ci95 is not None:
+        mark = "" if row.beyond_noise else " (within noise)"
+        return f"{value:.2f} ± {row.speedup_ci95:.2f}{mark}"
     return fmt.format(value)
 
 
-def shown(row: dict, key: str, fmt: str) -> str:
+def shown(row: MarkedRow, key: str, fmt: str) -> str:
     """A cell with the target by its folder or repo name (full paths go in the report's details);
     a what-if row's method says so, wherever such a row is let into a table."""
     value = cell(row, key, fmt)
-    if key == "method" and row.get("what_if"):
+    if key == "method" and row.what_if:
         return f"{value} (what-if)"
     return value.rstrip("/").rsplit("/", 1)[-1] if key == "target" else value
 
@@ -96,19 +100,19 @@ WHAT_IF_TIPS = {
 }
 
 
-def what_if_cell(row: dict, key: str, fmt: str) -> str:
+def what_if_cell(row: WhatIfLine, key: str, fmt: str) -> str:
     """A cell of the what-if table: the target by its name, a break-even p1 above 1 as never."""
-    if key == "break_even_p1" and row.get(key) is not None:
-        if not row.get("pays_ever"):
+    if key == "break_even_p1" and row.break_even_p1 is not None:
+        if not row.pays_ever:
             return "never (> 1)"
-        return "any (0.00)" if row[key] <= 0 else fmt.format(row[key])
+        return "any (0.00)" if row.break_even_p1 <= 0 else fmt.format(row.break_even_p1)
     return shown(row, key, fmt)
 
 
-def speedup_text(row: dict) -> str:
+def speedup_text(row: Interval) -> str:
     """`1.55 ± 0.04x`, or `1.55x` without repeats."""
-    if row.get("speedup") is None:
+    if row.speedup is None:
         return "–"
-    if row.get("speedup_ci95") is None:
-        return f"{row['speedup']:.2f}x"
-    return f"{row['speedup']:.2f} ± {row['speedup_ci95']:.2f}x"
+    if row.speedup_ci95 is None:
+        return f"{row.speedup:.2f}x"
+    return f"{row.speedup:.2f} ± {row.speedup_ci95:.2f}x"

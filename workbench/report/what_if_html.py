@@ -5,8 +5,10 @@ costs, where it pays, and the break-even chart captioned with the imposed curve'
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from workbench.report import palette
+from workbench.report.rows import WhatIfLine
 from workbench.report.table import WHAT_IF_COLUMNS, WHAT_IF_ERROR, WHAT_IF_TIPS, speedup_text, what_if_cell
 
 STYLE = """
@@ -27,7 +29,7 @@ def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def table_html(rows: list[dict]) -> str:
+def table_html(rows: Sequence[WhatIfLine]) -> str:
     head = "".join(f'<th class="{"l" if key in ("target", "config", "workload", "imposed_source") else ""}" '
                    f'title="{_e(WHAT_IF_TIPS.get(key, ""))}">{_e(label)}</th>' for key, label, _ in WHAT_IF_COLUMNS)
     body = []
@@ -37,8 +39,8 @@ def table_html(rows: list[dict]) -> str:
             if key == "speedup":
                 text = _e(speedup_text(r))
             elif key == "config":
-                chip = f'<span class="chip" style="background:{palette.colour(r["method"], r["n"])}"></span>'
-                text = chip + _e(r["config"])
+                chip = f'<span class="chip" style="background:{palette.colour(r.method, r.n)}"></span>'
+                text = chip + _e(r.config)
             else:
                 text = _e(what_if_cell(r, key, fmt))
             left = key in ("target", "config", "workload", "imposed_source")
@@ -47,7 +49,7 @@ def table_html(rows: list[dict]) -> str:
     return f'<table class="what-if"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def section(rows: list[dict], sentences: list[str], source: str, figures: str) -> str:
+def section(rows: Sequence[WhatIfLine], sentences: list[str], source: str, figures: str) -> str:
     """The whole section; empty when no what-if configuration has a what-if baseline."""
     if not rows:
         return ""

@@ -9,13 +9,7 @@ CHART_NAMES = ("per_position", "throughput", "efficiency", "mal", "prediction", 
 # Charts of what-if runs alone (acceptance imposed), apart from the measured ones above.
 WHAT_IF_CHART_NAMES = ("breakeven",)
 ALL_CHARTS = CHART_NAMES + WHAT_IF_CHART_NAMES
-# Which data set each chart draws (two charts share the efficiency rows).
+# Which data set each chart draws (two charts share the efficiency points): a field of
+# workbench.usecases.compare_view.ChartData.
 DATA_OF = {name: ("efficiency" if name == "mal" else name) for name in ALL_CHARTS}
 
-
-def has_data(name: str, data: dict[str, list[dict]]) -> bool:
-    """Whether chart `name` has anything to draw in `data` (a CompareView's)."""
-    rows = data.get(DATA_OF[name]) or []
-    if name in ("mal", "efficiency"):
-        return any(r.get(name) is not None for r in rows)
-    return bool(rows)

@@ -9,14 +9,19 @@ or of a choice of runs, from a results file."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench import store
-from workbench.analysis import answer, breakeven, compare, latency, pinned_baseline, recommend
+from workbench.analysis import answer, breakeven, compare, latency, pinned_baseline, recommend, series
+# The records by their own names: CompareView's and ChartData's fields are named as the modules are.
+from workbench.analysis.answer import AnswerRow, Crossover
+from workbench.analysis.breakeven import BreakEvenPoint, BreakEvenRow
+from workbench.analysis.compare import Figures
 from workbench.host import provenance
 from workbench.usecases import commands
-from workbench.usecases.chart_names import ALL_CHARTS, has_data
+from workbench.usecases.chart_names import ALL_CHARTS, DATA_OF
 from workbench.usecases.export_options import ExportError, NoExperiments
 
 
@@ -31,25 +36,53 @@ class Tally:
     what_if: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChartData:
+    """Every Compare chart's points, one list per data set (chart_names.DATA_OF names the set each
+    chart draws: MAL and efficiency share theirs)."""
+    per_position: list[series.PositionPoint] = field(default_factory=list)
+    throughput: list[series.ThroughputPoint] = field(default_factory=list)
+    efficiency: list[series.EfficiencyPoint] = field(default_factory=list)
+    prediction: list[recommend.PredictionPoint] = field(default_factory=list)
+    concurrency: list[series.ConcurrencyPoint] = field(default_factory=list)
+    by_category: list[series.CategoryPoint] = field(default_factory=list)
+    by_prompt_length: list[series.LengthPoint] = field(default_factory=list)
+    energy: list[series.EnergyPoint] = field(default_factory=list)
+    gpus: list[series.GpuBar] = field(default_factory=list)
+    breakeven: list[BreakEvenPoint] = field(default_factory=list)
+
+    def rows(self, chart: str) -> Sequence[series.Point | series.GpuBar]:
+        """The points chart `chart` draws (a name of chart_names.ALL_CHARTS)."""
+        # By name: the chart names are the data sets' field names (DATA_OF).
+        return getattr(self, DATA_OF[chart])
+
+    def has(self, chart: str) -> bool:
+        """Whether chart `chart` has anything to draw: MAL and efficiency need a point with that figure."""
+        points = self.rows(chart)
+        if chart in ("mal", "efficiency"):
+            return any(getattr(p, chart) is not None for p in points)
+        return bool(points)
+
+
 @dataclass(frozen=True)
 class CompareView:
     rows: list[store.RunRecord]       # the runs compared, as stored
     db_path: Path | None              # where they were read (per-request and GPU charts), None if unknown
     include_partial: bool             # partial runs counted in every figure
     caption: str                      # the run conditions in one line, "" without runs
-    data: dict[str, list[dict]]       # each chart's rows by data set (DATA_OF); "what_if": the what-if table
+    data: ChartData                   # each chart's points
     drawable: tuple[str, ...]         # the charts with data, in ALL_CHARTS order
-    answer: list[dict]                # each method's best configuration per target x workload x concurrency
+    answer: list[AnswerRow]           # each method's best configuration per target x workload x concurrency
     serve_commands: dict[int, str]    # the exact command serving each answer row's run, by run id
-    crossovers: list[dict]            # where speculation stops paying
+    crossovers: list[Crossover]       # where speculation stops paying
     none_pays: list[str]              # why no method pays, where none does
     no_baseline: str                  # why there is no answer when no baseline completed, "" otherwise
     trust: list[str]                  # what to know before trusting the measured speedups
-    speedups: list[dict]              # the measured best-N table (speedup_table files, the report)
-    measured_table: list[dict]        # every measured configuration (All figures)
-    what_if_table: list[dict]         # every what-if configuration, shown there only on request
+    speedups: list[Figures]           # the measured best-N table (speedup_table files, the report)
+    measured_table: list[Figures]     # every measured configuration (All figures)
+    what_if_table: list[Figures]      # every what-if configuration, shown there only on request
     what_if_configs: bool             # any what-if configuration, baselines included
-    what_if_export: list[dict]        # the what-if table as written to its own files, each row marked
+    what_if: list[BreakEvenRow]       # the what-if table: step cost and break-even (files of its own)
     what_if_sentences: list[str]      # where each what-if configuration pays, in words
     what_if_source: str               # the imposed curves' sources, "?" where no what-if row names one
     provenance: list[tuple[str, dict[str, list[int]]]]  # fields that differ: (label, {value: run ids})
@@ -70,24 +103,25 @@ class CompareView:
 
 
 def chart_data(rows: list[store.RunRecord], cs: list[compare.Config], db_path: str | Path | None,
-               include_partial: bool = False) -> dict[str, list[dict]]:
-    """Every chart's data, per-request attribution and GPU power included when the database is
-    known; "what_if" holds the what-if table (workbench.analysis.breakeven.rows)."""
-    data = compare.chart_data(cs)
-    data.update({"prediction": recommend.chart_rows(cs), "by_category": [], "by_prompt_length": [], "gpus": [],
-                 "breakeven": breakeven.chart_data(cs), "what_if": breakeven.rows(cs)})
+               include_partial: bool = False) -> ChartData:
+    """Every chart's points, per-request attribution and GPU power included when the database is known."""
+    by_category: list[series.CategoryPoint] = []
+    by_prompt_length: list[series.LengthPoint] = []
+    gpus: list[series.GpuBar] = []
     if db_path is not None and Path(db_path).exists():
         db = store.open_db(db_path, readonly=True)
         try:
             counted = compare.WITH_PARTIAL if include_partial else compare.COUNTED
-            done = [r.id for r in rows if r.status in counted]
             # An imposed acceptance does not depend on the prompt: what-if runs say nothing per category.
-            data.update(compare.request_data(db, [r.id for r in rows if r.status in counted
-                                                  and not compare.is_what_if(r)]))
-            data.update(compare.gpu_data(db, done))
+            by_category, by_prompt_length = series.request_data(
+                db, [r.id for r in rows if r.status in counted and not compare.is_what_if(r)])
+            gpus = series.gpu_bars(db, [r.id for r in rows if r.status in counted])
         finally:
             store.close(db)
-    return data
+    return ChartData(per_position=series.per_position(cs), throughput=series.throughput(cs),
+                     efficiency=series.efficiency(cs), prediction=recommend.chart_rows(cs),
+                     concurrency=series.concurrency(cs), by_category=by_category, by_prompt_length=by_prompt_length,
+                     energy=series.energy(cs), gpus=gpus, breakeven=breakeven.chart_data(cs))
 
 
 def with_requests(rows: list[store.RunRecord], db_path: str | Path) -> list[store.RunRecord]:
@@ -145,15 +179,14 @@ def build(rows: list[store.RunRecord], db_path: str | Path | None = None, includ
     pin = pinned_baseline.apply(cs, pin_row, pin_name) if pin_row is not None else None
     data = chart_data(rows, cs, db_path, include_partial)
     by_id = {r.id: r for r in rows}
-    table = answer.answer_rows(cs)
-    commands_of = {r["run"]: commands.serve_command(by_id[r["run"]]) for r in table}
-    for r in table:
-        r["command"] = commands_of[r["run"]]
-    what_if = data["what_if"]
+    best = answer.answer_rows(cs)
+    commands_of = {a.run: commands.serve_command(by_id[a.run]) for a in best}
+    table = [replace(a, command=commands_of[a.run]) for a in best]
+    what_if = breakeven.rows(cs)
     return CompareView(
         rows=rows, db_path=Path(db_path) if db_path is not None else None, include_partial=include_partial,
         caption=answer.conditions(rows) if rows else "", data=data,
-        drawable=tuple(name for name in ALL_CHARTS if has_data(name, data)),
+        drawable=tuple(name for name in ALL_CHARTS if data.has(name)),
         answer=table, serve_commands=commands_of, crossovers=answer.crossovers(cs),
         none_pays=answer.none_pays(table),
         # A pinned baseline is said by its own sentences, whether or not this experiment's completed.
@@ -161,7 +194,7 @@ def build(rows: list[store.RunRecord], db_path: str | Path | None = None, includ
         trust=answer.trust_notes(cs) + (pin.differs if pin else []),
         speedups=compare.speedup_table(cs), measured_table=compare.config_table(cs),
         what_if_table=compare.config_table(cs, what_if=True), what_if_configs=any(c.what_if for c in cs),
-        what_if_export=[{"what_if": True, **r} for r in what_if],
+        what_if=what_if,
         what_if_sentences=breakeven.sentences(cs), what_if_source=breakeven.source_text(what_if),
         # The pinned run's provenance counts: it is one of the runs every speedup rests on.
         provenance=provenance_differences(rows + ([pin.row] if pin and pin.row.id not in by_id else [])),
