@@ -88,12 +88,12 @@ def test_store_keeps_tags_and_notes_and_forgets_them_with_the_run(tmp_path):
     db = store.open_db(tmp_path / "r.sqlite")
     run_id = ids["first", "baseline"]
     store.set_annotation(db, run_id, "keep,  h200 keep", "  cold cache  ")
-    assert store.annotations_by_run(db) == {run_id: {"tags": "keep, h200", "notes": "cold cache"}}
+    assert store.annotated_runs(db) == [store.Annotation(run_id=run_id, tags="keep, h200", notes="cold cache")]
     store.set_annotation(db, run_id, "", "")
-    assert store.annotations_by_run(db) == {}
+    assert store.annotated_runs(db) == []
     store.set_annotation(db, run_id, "x", "")
     store.delete_run(db, run_id)
-    assert store.annotations_by_run(db) == {}
+    assert store.annotated_runs(db) == []
 
 
 def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
@@ -106,7 +106,8 @@ def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
     # Written on the worker's thread, then read back into the table.
     qtbot.waitUntil(lambda: not history.reading and history.model.row(5).get("tags") == "warm, keeper", timeout=10000)
     db = store.open_db(history.db_path, readonly=True)
-    assert store.annotations_by_run(db)[run_id] == {"tags": "warm, keeper", "notes": "Draft model on a warm prefix cache"}
+    assert store.annotated_runs(db) == [store.Annotation(run_id=run_id, tags="warm, keeper",
+                                                         notes="Draft model on a warm prefix cache")]
     store.close(db)
     assert history.selected_ids() == [run_id]  # the refresh kept the selection
     history.search.setText("prefix")

@@ -301,7 +301,7 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
     (row,) = store.runs(db)
     # ... and stored with the run.
     assert known[0] in json.loads(row.warnings)
-    prov = store.provenance_of(db, [row.id])[row.id]
+    prov = json.loads(row.provenance)
     assert prov["kind"] == "attach" and prov["platform"] == "rocm"
     assert prov["gpu_model"] == "MI300A" and prov["compute_partition"] == "SPX" and prov["memory_partition"] == "NPS1"
     assert prov["power_cap_w"] == "550" and prov["interconnect"] == "PCIE"

@@ -378,10 +378,10 @@ def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, store.ExperimentRec
     try:
         db = store.open_db(db_path, readonly=True)
         try:
-            notes = store.annotations_by_run(db)
+            notes = {a.run_id: {"tags": a.tags, "notes": a.notes} for a in store.annotated_runs(db)}
             # The table's rows by column name, as its models read them, with the reader's tags and notes.
             rows = [{**r.as_dict(), "tags": "", "notes": "", **notes.get(r.id, {})} for r in store.runs(db)]
-            return rows, store.experiments(db), ""
+            return rows, {e.id: e for e in store.experiments(db)}, ""
         finally:
             store.close(db)
     except store.StoreError as exc:
