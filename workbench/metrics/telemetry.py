@@ -248,33 +248,43 @@ class Sampler:
             self._thread.join(timeout=5)
 
 
-def energy(rows: list[dict], t0: float, t1: float) -> dict:
-    """Energy and averages over [t0, t1] from stored GPU readings: trapezoids of power per GPU,
-    summed over GPUs. Empty when no GPU reported power."""
-    per_gpu: dict[int, list[tuple[float, float]]] = {}
+@dataclass(frozen=True, slots=True)
+class Energy:
+    """What a run's GPU readings over its window add up to, each None where no GPU reported it
+    (energy and mean power need two power readings of one GPU). The names are the runs table's."""
+    energy_j: float | None = None
+    power_mean_w: float | None = None
+    gpu_util_mean: float | None = None
+    gpu_mem_peak_mib: float | None = None
+
+    def columns(self) -> dict[str, float]:
+        """The run's columns these figures fill: those measured."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+def energy(readings: Iterable[Reading], t0: float, t1: float) -> Energy:
+    """Energy and averages over [t0, t1] from GPU readings: trapezoids of power per GPU, summed
+    over GPUs."""
+    per_gpu: dict[int | None, list[tuple[float, float]]] = {}
     utils, mems = [], []
-    for r in rows:
-        if r["device"] != "gpu" or not t0 <= r["t"] <= t1:
+    for reading in readings:
+        if reading.device != "gpu" or not t0 <= reading.t <= t1:
             continue
-        if r.get("power_w") is not None:
-            per_gpu.setdefault(r["physical"], []).append((r["t"], r["power_w"]))
-        if r.get("util_pct") is not None:
-            utils.append(r["util_pct"])
-        if r.get("mem_used_mib") is not None:
-            mems.append(r["mem_used_mib"])
+        if reading.power_w is not None:
+            per_gpu.setdefault(reading.physical, []).append((reading.t, reading.power_w))
+        if reading.util_pct is not None:
+            utils.append(reading.util_pct)
+        if reading.mem_used_mib is not None:
+            mems.append(reading.mem_used_mib)
     joules = 0.0
     for points in per_gpu.values():
         points.sort()
         joules += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
-    out: dict[str, float | None] = {}
-    if any(len(p) > 1 for p in per_gpu.values()):
-        out["energy_j"] = joules
-        out["power_mean_w"] = joules / (t1 - t0) if t1 > t0 else None
-    if utils:
-        out["gpu_util_mean"] = sum(utils) / len(utils)
-    if mems:
-        out["gpu_mem_peak_mib"] = max(mems)
-    return out
+    powered = any(len(p) > 1 for p in per_gpu.values())
+    return Energy(energy_j=joules if powered else None,
+                  power_mean_w=joules / (t1 - t0) if powered and t1 > t0 else None,
+                  gpu_util_mean=sum(utils) / len(utils) if utils else None,
+                  gpu_mem_peak_mib=max(mems) if mems else None)
 
 
 def label(device: str, physical: int | None, index: int | None) -> str:
