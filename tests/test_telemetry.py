@@ -84,8 +84,8 @@ def test_series_per_gpu_and_summed_over_a_tick():
             (2.0, "host", None, None, 12.0, None, 3.0)]
     s = telemetry.series(rows)
     assert set(s) == {"GPU 0", "GPU 1", "host CPU", "all GPUs"}
-    assert s["all GPUs"]["power"] == [310.0, 320.0]
-    assert s["GPU 1"]["util"] == [40.0, 45.0]
+    assert s["all GPUs"].power == [310.0, 320.0]
+    assert s["GPU 1"].util == [40.0, 45.0]
 
 
 def test_energy_of_the_real_tensor_parallel_run_matches_its_readings():

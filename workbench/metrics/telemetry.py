@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
 import psutil
@@ -295,23 +295,37 @@ def label(device: str, physical: int | None, index: int | None) -> str:
     return f"GPU {index} (physical {physical})"
 
 
-def series(rows: list[tuple]) -> dict[str, dict[str, list[float]]]:
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One device's readings over time, as drawn: utilisation %, power W and memory MiB at each
+    time t (epoch seconds), NaN where the reading had none (a gap in the line)."""
+    t: list[float] = field(default_factory=list)
+    util: list[float] = field(default_factory=list)
+    power: list[float] = field(default_factory=list)
+    mem: list[float] = field(default_factory=list)
+
+
+def _or_nan(value: float | None) -> float:
+    return value if value is not None else float("nan")
+
+
+def series(rows: list[tuple]) -> dict[str, Series]:
     """Readings (t, device, physical, index, util_pct, power_w, mem_used_mib) as one series per
-    device, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of one tick
-    share their timestamp) — what a tensor-parallel run draws in all."""
-    out: dict[str, dict[str, list[float]]] = {}
+    device by its label, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of
+    one tick share their timestamp) — what a tensor-parallel run draws in all."""
+    out: dict[str, Series] = {}
     ticks: dict[float, list[float]] = {}
     for t, device, physical, index, util, power, mem in rows:
-        s = out.setdefault(label(device, physical, index), {"t": [], "util": [], "power": [], "mem": []})
-        s["t"].append(t)
-        s["util"].append(util if util is not None else float("nan"))
-        s["power"].append(power if power is not None else float("nan"))
-        s["mem"].append(mem if mem is not None else float("nan"))
+        s = out.setdefault(label(device, physical, index), Series())
+        s.t.append(t)
+        s.util.append(_or_nan(util))
+        s.power.append(_or_nan(power))
+        s.mem.append(_or_nan(mem))
         if device == "gpu" and power is not None:
             ticks.setdefault(t, []).append(power)
     gpus = {r[2] for r in rows if r[1] == "gpu"}
     if len(gpus) > 1:
         whole = [(t, sum(p)) for t, p in sorted(ticks.items()) if len(p) == len(gpus)]
-        out["all GPUs"] = {"t": [t for t, _ in whole], "util": [float("nan")] * len(whole),
-                           "power": [p for _, p in whole], "mem": [float("nan")] * len(whole)}
+        out["all GPUs"] = Series(t=[t for t, _ in whole], util=[float("nan")] * len(whole),
+                                 power=[p for _, p in whole], mem=[float("nan")] * len(whole))
     return out
