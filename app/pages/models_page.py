@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessa
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from app.jobs import worker
+from app.pages import models_lists
 from app.widgets.offline_route import OfflineRoute, select_shape
 from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
@@ -22,32 +23,6 @@ PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
 CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows the models downloaded here (vLLM "
                "reads the same cache): search the Hub above and Download one (or Config only), or pick a model "
                "shape below for a what-if run without weights.")
-
-
-def _yes(v) -> str:
-    return "yes" if v else "no"
-
-
-def _listed(values) -> str:
-    return ", ".join(map(str, values))
-
-
-def _bytes_if_any(n: int) -> str:
-    return hub.human(n) if n else ""
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class FoundModel:
-    """A search result as the Hub list shows it: its size is None until asked for (Size)."""
-    repo: str
-    downloads: int
-    likes: int
-    gated: bool
-    size: int | None = None
-
-
-def found_model(hit: hub.SearchHit) -> FoundModel:
-    return FoundModel(repo=hit.repo, downloads=hit.downloads or 0, likes=hit.likes or 0, gated=hit.gated)
 
 
 class ModelsPage(QWidget):
@@ -66,8 +41,7 @@ class ModelsPage(QWidget):
         self.token = QLabel()
         self.search_box = QLineEdit(placeholderText="Search the Hub, e.g. eagle3, DFlash, Qwen3-8B")
         self.search_button = QPushButton("Search")
-        self.results = TableModel([("repo", "Model", None), ("downloads", "Downloads", "{:,}".format),
-                                   ("likes", "Likes", None), ("gated", "Gated", _yes), ("size", "Size", hub.human)])
+        self.results = models_lists.results_model()
         self.results_view = table(self.results)
         self.results_empty = EmptyHint(self.results_view, "Models found on the Hugging Face Hub show here: type a "
                                                           "name above (e.g. Qwen3-8B) and press Search.")
@@ -85,27 +59,20 @@ class ModelsPage(QWidget):
         self.gated_button = QPushButton("Open the model page", visible=False)
         self.offline_route = OfflineRoute()  # shown when the Hub cannot be reached
 
-        self.cache = TableModel([("repo", "Model", None), ("size", "Size", hub.human), ("files", "Files", None),
-                                 ("refs", "Refs", _listed), ("partial", "Partial download", _bytes_if_any)],
-                                tooltip=lambda cached: str(cached.path))
+        self.cache = models_lists.cache_model()
         self.cache_view = table(self.cache)
         self.cache_empty = EmptyHint(self.cache_view, CACHE_EMPTY)
         self.refresh_button = QPushButton("Refresh")
         self.delete_button = QPushButton("Delete from cache")
 
         self.pairs = catalog.load()
-        self.catalog = TableModel([("name", "Pair", None), ("method", "Method", None), ("draft", "Draft", None),
-                                   ("target", "Target", None), ("n", "N", _listed), ("gated", "Gated", _yes)],
-                                  tooltip=lambda pair: pair.source)
-        self.catalog.set_rows(list(self.pairs))
+        self.catalog = models_lists.catalog_model(self.pairs)
         self.catalog_view = table(self.catalog)
         self.new_button = QPushButton("New experiment from this pair")
 
         # Published targets as configs alone: served with dummy weights, they cost drafting before
         # any download. What-if plans a sweep on the selected shape or cached model.
-        self.shapes = TableModel([("name", "Shape", None), ("repo", "Mirrors", None), ("drafts", "Drafts", _listed)],
-                                 tooltip=lambda shape: shape.notes)
-        self.shapes.set_rows(whatif.target_shapes())
+        self.shapes = models_lists.shapes_model()
         self.shapes_view = table(self.shapes)
         self.whatif_button = QPushButton("What-if…", enabled=False)
         self.whatif_button.setToolTip("Plan a sweep of the selected shape or cached model from its config alone "
@@ -227,7 +194,7 @@ class ModelsPage(QWidget):
         self._start(lambda: hub.search(query), self._show_results)
 
     def _show_results(self, hits: list) -> None:
-        self.results.set_rows([found_model(h) for h in hits])
+        self.results.set_rows([models_lists.found_model(h) for h in hits])
         self.status.setText(f"{len(hits)} models")
 
     def _selected_repo(self) -> str | None:
