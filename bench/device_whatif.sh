@@ -47,7 +47,7 @@ for run in store.runs(db):
     if run.status != "failed":
         continue
     print(f"== run {run.id} {run.key}: {run.error}")
-    feed, _ = queries.run_feed(db, run.id, {"logs": 0})
+    feed = queries.run_feed(db, run.id, {"logs": 0}).rows
     for (line,) in feed.get("logs", [])[-60:]:
         print("  ", line)
 PY

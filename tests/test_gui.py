@@ -3,7 +3,8 @@
 import pytest
 
 from app.main import MainWindow
-from app.models.runs_model import RunsModel
+from app.models.runs_model import HistoryRow, RunsModel
+from workbench import store
 
 
 @pytest.fixture
@@ -63,8 +64,11 @@ def test_adaptive_n_round_trips_and_is_said_before_running(window, qtbot, tmp_pa
 
 def test_runs_model_passes_qtmodeltester(qtmodeltester):
     model = RunsModel()
-    model.set_rows([{"id": 1, "status": "completed", "method": "ngram", "n": 3, "workload": "builtin",
-                     "concurrency": 4, "mal": 2.4, "acceptance_rate": 0.36, "output_tok_s": 88.0},
-                    {"id": 2, "status": "failed", "method": "baseline", "n": None, "workload": "builtin",
-                     "concurrency": 1, "mal": None, "acceptance_rate": None, "output_tok_s": None}])
+    model.set_rows([HistoryRow(run=store.RunRecord(
+                        id=1, experiment_id=1, status=store.RunStatus.COMPLETED, method="ngram", n=3,
+                        workload="builtin", concurrency=4, mal=2.4, acceptance_rate=0.36, output_tok_s=88.0),
+                        tags="warm"),
+                    HistoryRow(run=store.RunRecord(
+                        id=2, experiment_id=1, status=store.RunStatus.FAILED, method="baseline", workload="builtin",
+                        concurrency=1))])
     qtmodeltester.check(model)

@@ -104,7 +104,7 @@ def test_headless_database_shows_the_same_figures_as_show(qtbot, recorded_db, tm
     assert model.rowCount() == len(table) == 10
     col = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
     for r in range(model.rowCount()):
-        run_id = model.row(r)["id"]
+        run_id = model.row(r).run.id
         shown = lambda key: model.data(model.index(r, col[key]))  # noqa: E731
         assert shown("mal") == table[run_id]["mal"]
         assert shown("acceptance_rate") == table[run_id]["acceptance_rate"]

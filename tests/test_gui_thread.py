@@ -174,7 +174,7 @@ def test_history_reads_runs_on_run_events_off_the_gui_thread(qtbot, tmp_path, re
     w = _window(qtbot, db, vllm_install)
     qtbot.waitUntil(lambda: w.history.model.rowCount() > 0 and not w.history.reading, timeout=20000)
     rows = w.history.model.rowCount()
-    victim = w.history.model.row(0)["id"]
+    victim = w.history.model.row(0).run.id
     conn = store.open_db(db)
     store.delete_run(conn, victim)  # what the sweep changed
     store.close(conn)

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from app.models.sweep_tree import EXPERIMENT_ROLE
+from app.pages import history_views
 from app.pages.history import HistoryPage
 from workbench import store
 
@@ -88,12 +89,12 @@ def test_store_keeps_tags_and_notes_and_forgets_them_with_the_run(tmp_path):
     db = store.open_db(tmp_path / "r.sqlite")
     run_id = ids["first", "baseline"]
     store.set_annotation(db, run_id, "keep,  h200 keep", "  cold cache  ")
-    assert store.annotations_by_run(db) == {run_id: {"tags": "keep, h200", "notes": "cold cache"}}
+    assert store.annotated_runs(db) == [store.Annotation(run_id=run_id, tags="keep, h200", notes="cold cache")]
     store.set_annotation(db, run_id, "", "")
-    assert store.annotations_by_run(db) == {}
+    assert store.annotated_runs(db) == []
     store.set_annotation(db, run_id, "x", "")
     store.delete_run(db, run_id)
-    assert store.annotations_by_run(db) == {}
+    assert store.annotated_runs(db) == []
 
 
 def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
@@ -104,9 +105,10 @@ def test_tags_and_notes_are_edited_in_history_and_searchable(history, qtbot):
     history.notes.notes.setPlainText("Draft model on a warm prefix cache")
     qtbot.mouseClick(history.notes.save_button, Qt.LeftButton)
     # Written on the worker's thread, then read back into the table.
-    qtbot.waitUntil(lambda: not history.reading and history.model.row(5).get("tags") == "warm, keeper", timeout=10000)
+    qtbot.waitUntil(lambda: not history.reading and history.model.row(5).tags == "warm, keeper", timeout=10000)
     db = store.open_db(history.db_path, readonly=True)
-    assert store.annotations_by_run(db)[run_id] == {"tags": "warm, keeper", "notes": "Draft model on a warm prefix cache"}
+    assert store.annotated_runs(db) == [store.Annotation(run_id=run_id, tags="warm, keeper",
+                                                         notes="Draft model on a warm prefix cache")]
     store.close(db)
     assert history.selected_ids() == [run_id]  # the refresh kept the selection
     history.search.setText("prefix")
@@ -169,6 +171,15 @@ def test_saved_views_come_back_named_in_a_new_history(history, qtbot):
     assert again.views.combo.findText("failed ngram on gsm8k") < 0
 
 
+def test_a_saved_view_edited_by_hand_keeps_what_still_reads():
+    assert history_views.saved_view(["not", "a", "view"]) is None
+    damaged = {"search": 3, "filters": ["method"], "sort_column": "9", "sort_order": True}
+    assert history_views.saved_view(damaged) == history_views.SavedView()
+    kept = {"search": "ngram", "filters": {"workload": "gsm8k"}, "sort_column": 9, "sort_order": 1}
+    assert history_views.saved_view(kept) == history_views.SavedView(search="ngram", filters={"workload": "gsm8k"},
+                                                                     sort_column=9, sort_order=1)
+
+
 def test_a_pinned_baseline_is_kept_and_marked(history, qtbot):
     base = history.ids["first", "baseline"]
     history.select_runs([base])
@@ -223,4 +234,4 @@ def test_ctrl_enter_in_the_notes_saves_them(history, qtbot):
     history.notes.notes.setFocus()
     qtbot.keyClicks(history.notes.notes, "slow warmup")
     qtbot.keyClick(history.notes.notes, Qt.Key_Return, Qt.ControlModifier)
-    qtbot.waitUntil(lambda: not history.reading and history.model.row(0).get("notes") == "slow warmup", timeout=10000)
+    qtbot.waitUntil(lambda: not history.reading and history.model.row(0).notes == "slow warmup", timeout=10000)

@@ -196,6 +196,6 @@ def test_a_file_from_before_answers_were_stored_opens_and_checks_nothing(demo_db
     assert answer.lossless_notes(compare.configs(rows)) == []
     db = store.open_db(demo_db, readonly=True)
     try:
-        assert store.answers(db, rows[0].id) == {}
+        assert store.answers(db, rows[0].id) == []
     finally:
         store.close(db)

@@ -22,7 +22,7 @@ def page(qtbot, stand_in):
 
 
 def select(view, model, key: str, value: str) -> None:
-    row = next(i for i in range(model.rowCount()) if model.row(i)[key] == value)
+    row = next(i for i in range(model.rowCount()) if getattr(model.row(i), key) == value)
     view.selectionModel().select(model.index(row, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
 
@@ -31,11 +31,11 @@ def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in):
     page.search_box.setText("acme")
     page.search_button.click()
     qtbot.waitUntil(lambda: page.results.rowCount() == 2, timeout=10000)
-    assert [page.results.row(i)["repo"] for i in range(2)] == ["acme/big-target", "acme/tiny-draft"]
+    assert [page.results.row(i).repo for i in range(2)] == ["acme/big-target", "acme/tiny-draft"]
 
     select(page.results_view, page.results, "repo", "acme/big-target")
     page.size_button.click()
-    qtbot.waitUntil(lambda: page.results.row(0)["size"] is not None, timeout=10000)
+    qtbot.waitUntil(lambda: page.results.row(0).size is not None, timeout=10000)
     assert page.results.data(page.results.index(0, 4)) == "41.9 MB"
 
     stand_in.delay_s = 0.003
@@ -48,7 +48,7 @@ def test_search_size_download_with_progress_then_delete(page, qtbot, stand_in):
     assert len(set(moving)) >= 2 and moving == sorted(moving)  # it moved, forwards, before the end
     assert page.bar.value() == PROGRESS_STEPS
     qtbot.waitUntil(lambda: page.cache.rowCount() == 1, timeout=5000)
-    assert page.cache.row(0)["repo"] == "acme/big-target" and page.download_button.isEnabled()
+    assert page.cache.row(0).repo == "acme/big-target" and page.download_button.isEnabled()
 
     page.ask_delete = lambda repo, size: True
     select(page.cache_view, page.cache, "repo", "acme/big-target")
@@ -64,7 +64,7 @@ def test_cancel_keeps_the_partial_download(page, qtbot, stand_in):
     page.cancel_button.click()
     qtbot.waitUntil(lambda: "cancelled" in page.status.text(), timeout=30000)
     qtbot.waitUntil(lambda: page.download is None and page.download_button.isEnabled(), timeout=10000)
-    assert page.cache.rowCount() == 1 and page.cache.row(0)["partial"] > 0
+    assert page.cache.rowCount() == 1 and page.cache.row(0).partial > 0
 
 
 def test_gated_repo_is_explained_with_its_page(page, qtbot, stand_in, monkeypatch):
@@ -122,7 +122,7 @@ def test_config_only_download_fetches_no_weights(page, qtbot, stand_in):
     assert f"(config only: {hub.human(config_bytes)} of {hub.human(total)})" in page.status.text()
     assert weight_files_in_cache("acme/full-target") == [] and not stand_in.gets("/cdn/")
     qtbot.waitUntil(lambda: page.cache.rowCount() == 1 and page.config_button.isEnabled(), timeout=5000)
-    assert page.cache.row(0)["size"] == config_bytes
+    assert page.cache.row(0).size == config_bytes
 
 
 def test_empty_lists_say_how_to_fill_them_and_an_idle_bar_says_nothing(page, qtbot, stand_in):

@@ -79,7 +79,7 @@ def _samples(db, run_id: int, n: int, base: float) -> None:
 def _follow(host_path, stream: Stream, events_path=None) -> list[str]:
     """One connection: the agent's lines for where the stream's mirror stands, then applied by it."""
     state = stream.mirror.state()
-    resume = P.decode(P.encode(P.Resume(state["cursors"], state["signature"])))
+    resume = P.decode(P.encode(P.Resume(state.cursors, state.signature)))
     out = io.StringIO()
     Follower(str(host_path), events_path and str(events_path), stream.offset, resume, out).run(None)
     lines = out.getvalue().splitlines()

@@ -57,20 +57,20 @@ def rocm_host(tmp_path, monkeypatch):
 def test_amd_smi_static_text_on_an_mi300a_node():
     facts = amdsmi.static_facts(MI300A_STATIC)
     # Four APUs; the four EPYC "CPU:" blocks before them are not GPUs.
-    assert [f["gpu"] for f in facts] == [0, 1, 2, 3]
-    assert {f["model"] for f in facts} == {"MI300A"}
-    assert {(f["compute_partition"], f["memory_partition"]) for f in facts} == {("SPX", "NPS1")}
-    assert [f["power_cap_w"] for f in facts] == [550.0] * 4
-    assert [f["numa_node"] for f in facts] == [0, 1, 2, 3]
-    assert facts[0]["firmware"] is None  # VBIOS: N/A on that node
-    assert facts[0]["driver"] == "6.9.0-rc5+"
+    assert [f.gpu for f in facts] == [0, 1, 2, 3]
+    assert {f.model for f in facts} == {"MI300A"}
+    assert {(f.compute_partition, f.memory_partition) for f in facts} == {("SPX", "NPS1")}
+    assert [f.power_cap_w for f in facts] == [550.0] * 4
+    assert [f.numa_node for f in facts] == [0, 1, 2, 3]
+    assert facts[0].firmware is None  # VBIOS: N/A on that node
+    assert facts[0].driver == "6.9.0-rc5+"
 
 
 def test_amd_smi_static_json_reads_vbios_and_power_cap():
     (fact,) = amdsmi.static_facts((TELEMETRY / "amd-smi-static-list-rx6600.json").read_text())
-    assert fact["firmware"] == "020.003.000.030.000000"
-    assert fact["power_cap_w"] == 100.0
-    assert fact["compute_partition"] is None and fact["memory_partition"] is None  # N/A on a Radeon
+    assert fact.firmware == "020.003.000.030.000000"
+    assert fact.power_cap_w == 100.0
+    assert fact.compute_partition is None and fact.memory_partition is None  # N/A on a Radeon
 
 
 def test_amd_smi_metric_on_mi300_reads_partitioned_usage():
@@ -90,11 +90,11 @@ def test_amd_smi_topology_json():
 
 
 def test_rocm_smi_meminfo_where_amd_smi_is_absent():
-    rows = amdsmi.rocm_smi_vram((FIX / "rocm-smi-showmeminfo-vram-mi300x-cpx.txt").read_text())
-    assert [r["gpu"] for r in rows] == list(range(7))
-    assert {r["total_bytes"] for r in rows} == {206141652992}  # 192 GiB: each CPX partition shows it all
+    vram = amdsmi.rocm_smi_vram((FIX / "rocm-smi-showmeminfo-vram-mi300x-cpx.txt").read_text())
+    assert [v.gpu for v in vram] == list(range(7))
+    assert {v.total_bytes for v in vram} == {206141652992}  # 192 GiB: each CPX partition shows it all
     (one,) = amdsmi.rocm_smi_vram((FIX / "rocm-smi-showmeminfo-vram-1gpu.txt").read_text())
-    assert one == {"gpu": 0, "total_bytes": 4278190080, "used_bytes": 108814336}
+    assert one == amdsmi.Vram(gpu=0, total_bytes=4278190080, used_bytes=108814336)
     prov = provenance.rocm_host(static_text="", topology_text="",
                                 meminfo_text=(FIX / "rocm-smi-showmeminfo-vram-mi300x-cpx.txt").read_text())
     assert prov["gpu_model"] == "7 AMD GPU(s), 192 GiB VRAM each"
@@ -301,7 +301,7 @@ def test_a_sweep_on_a_rocm_host_stores_the_warning_and_the_provenance(rocm_host,
     (row,) = store.runs(db)
     # ... and stored with the run.
     assert known[0] in json.loads(row.warnings)
-    prov = store.provenance_of(db, [row.id])[row.id]
+    prov = json.loads(row.provenance)
     assert prov["kind"] == "attach" and prov["platform"] == "rocm"
     assert prov["gpu_model"] == "MI300A" and prov["compute_partition"] == "SPX" and prov["memory_partition"] == "NPS1"
     assert prov["power_cap_w"] == "550" and prov["interconnect"] == "PCIE"

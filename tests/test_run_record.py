@@ -71,5 +71,6 @@ def test_a_sweep_in_progress_reads_back_as_a_record(tmp_path):
 def test_experiments_read_back_as_records(tmp_path):
     db = store.open_db(tmp_path / "r.sqlite")
     exp = store.experiment_for(db, "my sweep", "h", "", "", {})
-    (found,) = store.experiments(db).values()
+    (found,) = store.experiments(db)
+    assert store.experiment(db, exp) == found and store.experiment(db, exp + 1) is None
     assert found == store.ExperimentRecord(exp, "my sweep", found.created) and found.created > 0

@@ -132,12 +132,12 @@ def test_run_feed_returns_each_row_once(tmp_path):
     sweep = record.sweep_started(exp, None, 1.0, 2, 2)
     record.sample(sweep, {"run_id": run, "t": 0.5, "mal": 1.5}, [], [])
     record.sample(sweep, {"run_id": other, "t": 0.5, "mal": 9.0}, [], [])
-    rows, after = store.run_feed(db, run, {"samples": 0, "logs": 0})
-    assert rows == {"samples": [(0.5, 1.5, None, None)], "logs": []} and after["logs"] == 0
+    feed = store.run_feed(db, run, {"samples": 0, "logs": 0})
+    assert feed.rows == {"samples": [(0.5, 1.5, None, None)], "logs": []} and feed.after["logs"] == 0
     record.sample(sweep, {"run_id": run, "t": 1.0, "mal": 1.6}, [], [])
-    rows, after = store.run_feed(db, run, after)
-    assert rows["samples"] == [(1.0, 1.6, None, None)]
-    assert store.run_feed(db, run, after)[0] == {"samples": [], "logs": []}
+    feed = store.run_feed(db, run, feed.after)
+    assert feed.rows["samples"] == [(1.0, 1.6, None, None)]
+    assert store.run_feed(db, run, feed.after).rows == {"samples": [], "logs": []}
 
 
 def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path):
@@ -151,10 +151,10 @@ def test_version_14_gets_an_empty_annotations_table_and_keeps_its_runs(tmp_path)
     db.conn.close()
     # Read-only before the migration: no notes, no error.
     old = store.open_db(path, readonly=True)
-    assert store.annotations_by_run(old) == {}
+    assert store.annotated_runs(old) == []
     store.close(old)
     db = store.open_db(path)
     assert store.schema_version(db) == store.SCHEMA_VERSION == 15
-    assert store.run(db, run).mal == 2.5 and store.annotations_by_run(db) == {}
+    assert store.run(db, run).mal == 2.5 and store.annotated_runs(db) == []
     store.set_annotation(db, run, "a", "b")
-    assert store.annotations_by_run(db) == {run: {"tags": "a", "notes": "b"}}
+    assert store.annotated_runs(db) == [store.Annotation(run_id=run, tags="a", notes="b")]

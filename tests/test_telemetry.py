@@ -84,8 +84,8 @@ def test_series_per_gpu_and_summed_over_a_tick():
             (2.0, "host", None, None, 12.0, None, 3.0)]
     s = telemetry.series(rows)
     assert set(s) == {"GPU 0", "GPU 1", "host CPU", "all GPUs"}
-    assert s["all GPUs"]["power"] == [310.0, 320.0]
-    assert s["GPU 1"]["util"] == [40.0, 45.0]
+    assert s["all GPUs"].power == [310.0, 320.0]
+    assert s["GPU 1"].util == [40.0, 45.0]
 
 
 def test_energy_of_the_real_tensor_parallel_run_matches_its_readings():
@@ -98,8 +98,10 @@ def test_energy_of_the_real_tensor_parallel_run_matches_its_readings():
     # The window the runner integrated over is the run's load window, inside [started, finished].
     t1 = run["finished"]
     t0 = t1 - run["window_s"] - 5
-    figures = telemetry.energy(rows, run["started"], t1)
-    assert figures["energy_j"] >= run["energy_j"] * 0.9
+    readings = [telemetry.Reading(r["t"], r["device"], r["physical"], r["index"], power_w=r["power_w"],
+                                  util_pct=r["util_pct"], mem_used_mib=r["mem_used_mib"]) for r in rows]
+    figures = telemetry.energy(readings, run["started"], t1)
+    assert figures.energy_j >= run["energy_j"] * 0.9
     window = [r for r in rows if r["device"] == "gpu" and r["t"] >= t0]
     mean_power = sum(r["power_w"] for r in window) / len(window) * 2  # two GPUs
     assert run["power_mean_w"] == pytest.approx(mean_power, rel=0.1)
@@ -107,12 +109,12 @@ def test_energy_of_the_real_tensor_parallel_run_matches_its_readings():
 
 
 def test_energy_needs_two_power_readings():
-    assert telemetry.energy([{"device": "gpu", "physical": 0, "t": 1.0, "power_w": 100.0,
-                              "util_pct": None, "mem_used_mib": None}], 0, 2) == {}
-    two = [{"device": "gpu", "physical": 0, "t": t, "power_w": p, "util_pct": 10.0, "mem_used_mib": 5.0}
+    one = telemetry.Reading(1.0, "gpu", 0, 0, power_w=100.0)
+    assert telemetry.energy([one], 0, 2) == telemetry.Energy() and telemetry.Energy().columns() == {}
+    two = [telemetry.Reading(t, "gpu", 0, 0, util_pct=10.0, power_w=p, mem_used_mib=5.0)
            for t, p in ((0.0, 100.0), (2.0, 200.0))]
-    assert telemetry.energy(two, 0, 2) == {"energy_j": 300.0, "power_mean_w": 150.0,
-                                           "gpu_util_mean": 10.0, "gpu_mem_peak_mib": 5.0}
+    assert telemetry.energy(two, 0, 2).columns() == {"energy_j": 300.0, "power_mean_w": 150.0,
+                                                     "gpu_util_mean": 10.0, "gpu_mem_peak_mib": 5.0}
 
 
 def test_amd_smi_version_parse():

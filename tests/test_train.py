@@ -4,15 +4,17 @@ cancelled part-way and resumed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from workbench import plan, train
-from workbench.train import records
+from workbench.train import data_steps, records
 from workbench.plan import catalog
 
 def _config(out: Path, **kw) -> train.TrainConfig:
@@ -150,3 +152,78 @@ def test_cli_bad_target_is_one_line(tmp_path):
                         "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "does not exist" in r.stderr
+
+
+class _Answers:
+    """The two calls the responses step makes of a vLLM server, answered from memory."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def get(self, path):
+        return _Reply({"data": [{"id": "target"}]})
+
+    def post(self, path, json):
+        question = json["messages"][-1]["content"]
+        self.asked.append(question)
+        return _Reply({"prompt_token_ids": [1, 2], "choices": [{"message": {"content": question.upper()},
+                                                                "token_ids": [3, 4, 5]}]})
+
+
+class _Reply:
+    status_code = 200
+
+    def __init__(self, body):
+        self.body = body
+
+    def json(self):
+        return self.body
+
+
+def test_the_responses_step_resumes_from_its_partial_file(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    out.mkdir()
+    records._write_jsonl(out / "prompts.jsonl", [records.Prompt(id=f"p{i}", messages=[{"role": "user", "content": q}])
+                                                 for i, q in enumerate(("one?", "two?", "three?"))])
+    done = records.Response(id="p1", messages=[{"role": "user", "content": "two?"}], input_ids=[9], loss_mask=[1])
+    # One response answered before an interrupt, and the line being written when it came.
+    (out / "responses.partial.jsonl").write_text(json.dumps(dataclasses.asdict(done)) + '\n{"id": "p2", "mess')
+    server = _Answers()
+    monkeypatch.setattr(data_steps, "_client", lambda base_url, api_key: server)
+
+    config = _config(out)
+
+    class Context:
+        cancel_event = threading.Event()
+        emit = staticmethod(lambda event: None)
+
+        @property
+        def config(self):
+            return config
+
+        @property
+        def out(self):
+            return out
+
+        def server_endpoint(self):
+            return "http://target", None
+
+        def check(self):
+            pass
+
+    summary = data_steps.Responses().run(Context())
+    assert sorted(server.asked) == ["one?", "three?"]  # the answered one is not asked again
+    written = records.read_responses(out / "responses.jsonl")
+    assert [r.id for r in written] == ["p0", "p1", "p2"] and written[1] == done
+    assert written[0].messages[-1] == {"role": "assistant", "content": "ONE?"}
+    assert (written[0].input_ids, written[0].loss_mask) == ([1, 2, 3, 4, 5], [0, 0, 1, 1, 1])
+    assert summary == {"responses": 3, "completion_tokens": 7, "tokens": 11}
+    (out / "prompts.jsonl").write_text('{"id": "p0"}\n')
+    with pytest.raises(train.TrainError, match="without a valid 'messages'"):
+        data_steps.Responses().run(Context())

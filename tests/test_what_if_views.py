@@ -25,7 +25,7 @@ from PySide6.QtGui import QImage
 
 from app.entry import main as draftbench
 from app.exports import write_report
-from app.models.runs_model import COLUMNS, RunsModel
+from app.models.runs_model import COLUMNS, HistoryRow, RunsModel
 from app.pages.compare_page import ComparePage
 from app.pages.live import LivePage
 from helpers.browser import measure
@@ -248,7 +248,7 @@ def test_export_bench_says_what_if_and_imports_back_as_one(what_if_db, tmp_path,
 def test_history_and_live_mark_what_if_runs(qtbot, what_if_db):
     rows = stored_runs(what_if_db)
     model = RunsModel()
-    model.set_rows([r.as_dict() for r in rows])  # History's table rows: columns by name
+    model.set_rows([HistoryRow(run=r) for r in rows])
     method = [key for key, *_ in COLUMNS].index("method")
     assert model.data(model.index(3, method)) == "eagle3 (what-if)"
     assert model.data(model.index(3, method), Qt.ToolTipRole) == "what-if, acceptance imposed: typed (MAL 2.85)"

@@ -28,7 +28,7 @@ def data_dir(tmp_path, monkeypatch):
 
 
 def select(view, model, key: str, value: str) -> None:
-    row = next(i for i in range(model.rowCount()) if model.row(i)[key] == value)
+    row = next(i for i in range(model.rowCount()) if getattr(model.row(i), key) == value)
     view.selectionModel().select(model.index(row, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
 

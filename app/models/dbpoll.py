@@ -36,9 +36,9 @@ class RunFeed:
         if db is None:
             return out
         # A writer holding the lock for a moment leaves some tables for the next poll.
-        rows, after = store.run_feed(db, self.run_id, {t: self.last[t] for t in self.TABLES if t in self._tables})
-        self.last.update(after)
-        out.update(rows)
+        feed = store.run_feed(db, self.run_id, {t: self.last[t] for t in self.TABLES if t in self._tables})
+        self.last.update(feed.after)
+        out.update(feed.rows)
         return out
 
     def run_row(self) -> store.RunRecord | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
@@ -40,18 +42,42 @@ SORT_ROLE = Qt.UserRole + 1
 FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
 
 
-def cell(row: dict, key: str, role):
-    """What a run's cell shows in a role: the flat table and History's tree show runs alike. A row is
-    a run's columns by name (RunRecord.as_dict) with its tags and notes."""
-    value = row.get(key)
-    redone_by = row.get("redone_by")  # a failed attempt kept beside the run that redid it
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryRow:
+    """One run as History lists it: the stored run, and the reader's tags and notes on it."""
+    run: store.RunRecord
+    tags: str = ""
+    notes: str = ""
+
+    def value(self, key: str) -> Any:
+        """What the column (or filter, or search field) `key` reads: the tags or notes, else the
+        run's field of that name, its status as text (what is shown, filtered and sorted)."""
+        if key == "tags":
+            return self.tags
+        if key == "notes":
+            return self.notes
+        if key == "status":
+            return str(self.run.status)
+        return getattr(self.run, key)
+
+
+def history_row(run: store.RunRecord, note: store.Annotation | None) -> HistoryRow:
+    """A run with the reader's tags and notes on it (None: it has none)."""
+    return HistoryRow(run=run) if note is None else HistoryRow(run=run, tags=note.tags, notes=note.notes)
+
+
+def cell(row: HistoryRow, key: str, role):
+    """What a run's cell shows in a role: the flat table and History's tree show runs alike."""
+    run = row.run
+    value = row.value(key)
+    redone_by = run.redone_by  # a failed attempt kept beside the run that redid it
     if redone_by is not None and key == "status" and role in (Qt.DisplayRole, Qt.ToolTipRole):
         return (f"{value} (redone: run {redone_by})" if role == Qt.DisplayRole
                 else f"This attempt {value} and was redone as run {redone_by}; its error and log tail are kept")
     if redone_by is not None and key == "id" and role == SORT_ROLE:
         return redone_by + 0.5  # right after its redo when sorted by run
     if role == Qt.DisplayRole:
-        if key == "lossless_identical" and row.get("graded"):
+        if key == "lossless_identical" and run.graded:
             value = value if value is not None else 0  # accuracy alone (a baseline)
         if value is None:
             return ""
@@ -63,18 +89,17 @@ def cell(row: dict, key: str, role):
             return host_facts.provenance_summary(json.loads(value))
         if key == "gpus":
             return ",".join(map(str, json.loads(value)))
-        if key == "method" and row.get("what_if"):
+        if key == "method" and run.what_if:
             return f"{value} (what-if)"
         if key == "lossless_identical":
-            record = store.run_record(row)
-            return ("! " if lossless.verdict(record) else "") + lossless.summary(record)
+            return ("! " if lossless.verdict(run) else "") + lossless.summary(run)
         return FORMATS.get(key, "{}").format(value)
     if role == Qt.ToolTipRole and key in ("target", "error") and value:
         return str(value)
     if role == Qt.ToolTipRole and key == "lossless_identical":
-        return lossless.verdict(store.run_record(row))
-    if role == Qt.ToolTipRole and key == "method" and row.get("what_if"):
-        return compare.marker(store.run_record(row))
+        return lossless.verdict(run)
+    if role == Qt.ToolTipRole and key == "method" and run.what_if:
+        return compare.marker(run)
     if role == Qt.ToolTipRole and key == "provenance" and value:
         return "\n".join(f"{label}: {text}" for label, text in host_facts.provenance_rows(json.loads(value)))
     if role == SORT_ROLE:
@@ -86,16 +111,16 @@ def cell(row: dict, key: str, role):
 
 
 class RowsModel(QAbstractTableModel):
-    """A table of rows with a fixed list of columns, a row a dict or a record; subclasses say how a
-    cell is shown."""
+    """A table of rows with a fixed list of columns; subclasses say what a row is and how a cell
+    is shown."""
 
     columns: list = []
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._rows: list = []
+        self._rows: list[Any] = []
 
-    def set_rows(self, rows: list) -> None:
+    def set_rows(self, rows: list[Any]) -> None:
         self.beginResetModel()
         self._rows = rows
         self.endResetModel()
@@ -106,11 +131,12 @@ class RowsModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
-    def row(self, i: int):
+    def row(self, i: int) -> Any:
         return self._rows[i]
 
 
 class RunsModel(RowsModel):
+    """History's runs, flat: a HistoryRow a row."""
     columns = COLUMNS
 
     def data(self, index, role=Qt.DisplayRole):

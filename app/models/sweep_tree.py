@@ -11,7 +11,7 @@ import time
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
 
 from app.models.columns import header as column_header
-from app.models.runs_model import COLUMNS, SORT_ROLE, RunsModel, cell
+from app.models.runs_model import COLUMNS, SORT_ROLE, HistoryRow, RunsModel, cell
 from workbench import store
 
 EXPERIMENT_ROLE = Qt.UserRole + 2  # the experiment id of a row, parent or run
@@ -23,17 +23,18 @@ class SweepTree(QAbstractItemModel):
         super().__init__(parent)
         self.runs = runs
         self.experiments: list[store.ExperimentRecord] = []  # oldest first
-        self.children: list[list[dict]] = []  # each experiment's runs, oldest first
+        self.children: list[list[HistoryRow]] = []  # each experiment's runs, oldest first
         self.pinned: int | None = None  # the run pinned as the baseline: marked in its Run cell
 
-    def set_experiments(self, experiments: dict[int, store.ExperimentRecord]) -> None:
-        """Groups the RunsModel's rows under these experiments (one the runs name but the dict lacks,
+    def set_experiments(self, experiments: list[store.ExperimentRecord]) -> None:
+        """Groups the RunsModel's rows under these experiments (one the runs name but the list lacks,
         e.g. a file read before it had a name, gets a bare parent row)."""
         self.beginResetModel()
-        by_id: dict[int, list[dict]] = {}
+        by_id: dict[int, list[HistoryRow]] = {}
         for row in self.runs._rows:
-            by_id.setdefault(row.get("experiment_id") or 0, []).append(row)
-        self.experiments = [experiments.get(i) or store.ExperimentRecord(i) for i in sorted(by_id)]
+            by_id.setdefault(row.run.experiment_id, []).append(row)
+        known = {e.id: e for e in experiments}
+        self.experiments = [known.get(i) or store.ExperimentRecord(i) for i in sorted(by_id)]
         self.children = [by_id[e.id] for e in self.experiments]
         self.endResetModel()
 
@@ -45,7 +46,7 @@ class SweepTree(QAbstractItemModel):
                 parent = self.index(i, 0)
                 self.dataChanged.emit(self.index(0, 0, parent), self.index(len(self.children[i]) - 1, 0, parent))
 
-    def run_row(self, index: QModelIndex) -> dict | None:
+    def run_row(self, index: QModelIndex) -> HistoryRow | None:
         """The run a row shows (None for an experiment's row)."""
         if not index.isValid() or not index.internalId():
             return None
@@ -85,12 +86,12 @@ class SweepTree(QAbstractItemModel):
         if row is None:
             return self._experiment_data(index.row(), key, role)
         if role == EXPERIMENT_ROLE:
-            return row.get("experiment_id")
+            return row.run.experiment_id
         if role == RUN_ROLE:
-            return row["id"]
-        pinned = self.pinned is not None and row["id"] == self.pinned and key == "id"
+            return row.run.id
+        pinned = self.pinned is not None and row.run.id == self.pinned and key == "id"
         if pinned and role == Qt.DisplayRole:
-            return f"{row['id']} ◆"
+            return f"{row.run.id} ◆"
         if pinned and role == Qt.ToolTipRole:
             return "The pinned baseline (History > Pin as baseline)"
         return cell(row, key, role)
@@ -105,10 +106,10 @@ class SweepTree(QAbstractItemModel):
             if key == "status":
                 counts: dict[str, int] = {}
                 for r in runs:
-                    counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+                    counts[str(r.run.status)] = counts.get(str(r.run.status), 0) + 1
                 return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
             if key == "target":
-                targets = {str(r.get("target") or "").rstrip("/").rsplit("/", 1)[-1] for r in runs}
+                targets = {(r.run.target or "").rstrip("/").rsplit("/", 1)[-1] for r in runs}
                 return targets.pop() if len(targets) == 1 else f"{len(targets)} targets"
             if key == "started" and experiment.created:
                 return time.strftime("%Y-%m-%d %H:%M", time.localtime(experiment.created))

@@ -13,11 +13,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.jobs import worker
-from app.models.runs_model import SORT_ROLE, RunsModel
+from app.models.runs_model import SORT_ROLE, HistoryRow, RunsModel, history_row
 from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
 from app.pages import history_views
 from app.pages.history_filter import RunsFilter
-from app.pages.history_views import ViewsBar
+from app.pages.history_views import SavedView, ViewsBar
 from app.widgets.run_diff import RunDiff
 from app.widgets.run_notes import RunNotes
 from workbench import store
@@ -28,7 +28,7 @@ ANY = "(any)"
 
 class HistoryPage(QWidget):
     open_in_live = Signal(int)
-    compare = Signal(list)  # run rows
+    compare = Signal(list)  # the RunRecords to compare
     pinned_changed = Signal(object)  # the run pinned as the baseline, None when unpinned
 
     def __init__(self, parent=None):
@@ -146,7 +146,7 @@ class HistoryPage(QWidget):
         self.reading = True
         worker.run(lambda: _read_runs(db_path), self, lambda found: self._loaded(db_path, *found))
 
-    def _loaded(self, db_path: Path, rows: list[dict], experiments: dict[int, store.ExperimentRecord],
+    def _loaded(self, db_path: Path, rows: list[HistoryRow], experiments: list[store.ExperimentRecord],
                 message: str) -> None:
         self.reading = False
         if self._again or db_path != self.db_path:
@@ -156,8 +156,8 @@ class HistoryPage(QWidget):
         if rows and rows == self.model._rows and db_path == self._loaded_from:
             return  # nothing changed since the last refresh: keep the view, its selection and scroll
         self._loaded_from = db_path
-        self._expanded &= {r.get("experiment_id") for r in rows}
-        latest = max((r.get("experiment_id") or 0 for r in rows), default=None)
+        self._expanded &= {r.run.experiment_id for r in rows}
+        latest = max((r.run.experiment_id for r in rows), default=None)
         if latest is not None and latest != self._latest:
             self._latest = latest
             self._expanded.add(latest)  # a new sweep opens, as its runs are the ones wanted first
@@ -166,7 +166,7 @@ class HistoryPage(QWidget):
         self.tree.set_experiments(experiments)
         for key, combo in self.combos.items():
             current = combo.currentText() or ANY
-            values = sorted({str(r.get(key)) for r in rows})
+            values = sorted({str(r.value(key)) for r in rows})
             combo.blockSignals(True)
             combo.clear()
             combo.addItems([ANY] + values)
@@ -183,32 +183,35 @@ class HistoryPage(QWidget):
         self._selection_changed()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))
 
+    def _rows_of(self, ids) -> list[HistoryRow]:
+        """The rows of these runs, in the table's order."""
+        return [r for r in self.model._rows if r.run.id in ids]
+
     def _selection_changed(self, *_) -> None:
-        ids = self.selected_ids()
-        rows = [r for r in self.model._rows if r["id"] in ids]
+        rows = self._rows_of(set(self.selected_ids()))
         self.notes.show_run(rows[0] if len(rows) == 1 else None)
         self.diff_button.setEnabled(len(rows) == 2)
         self.pin_button.setEnabled(len(rows) == 1)
-        self.pin_button.setText("Unpin baseline" if rows and rows[0]["id"] == self.tree.pinned and len(rows) == 1
+        self.pin_button.setText("Unpin baseline" if len(rows) == 1 and rows[0].run.id == self.tree.pinned
                                 else "Pin as baseline")
 
-    def current_view(self) -> dict:
+    def current_view(self) -> SavedView:
         header = self.view.header()
-        return {"search": self.search.text(), "sort_column": header.sortIndicatorSection(),
-                "sort_order": int(header.sortIndicatorOrder().value),
-                "filters": {key: combo.currentText() for key, combo in self.combos.items()
-                            if combo.currentText() not in ("", ANY)}}
+        return SavedView(search=self.search.text(), sort_column=header.sortIndicatorSection(),
+                         sort_order=int(header.sortIndicatorOrder().value),
+                         filters={key: combo.currentText() for key, combo in self.combos.items()
+                                  if combo.currentText() not in ("", ANY)})
 
-    def apply_view(self, view: dict) -> None:
+    def apply_view(self, view: SavedView) -> None:
         """Shows a saved view: a filter value no run has any more is added to its combo, so the view
         reads as saved (and shows nothing) rather than silently showing everything."""
         for key, combo in self.combos.items():
-            value = view.get("filters", {}).get(key, ANY)
+            value = view.filters.get(key, ANY)
             if combo.findText(value) < 0:
                 combo.addItem(value)
             combo.setCurrentText(value)
-        self.search.setText(view.get("search", ""))
-        self.view.sortByColumn(int(view.get("sort_column", 0)), Qt.SortOrder(int(view.get("sort_order", 0))))
+        self.search.setText(view.search)
+        self.view.sortByColumn(view.sort_column, Qt.SortOrder(view.sort_order))
 
     def pin_selected(self) -> None:
         ids = self.selected_ids()
@@ -221,9 +224,9 @@ class HistoryPage(QWidget):
         self.pinned_changed.emit(run_id)
 
     def _show_pin(self, run_id: int | None) -> None:
-        rows = [r for r in self.model._rows if r["id"] == run_id]
+        rows = self._rows_of({run_id})
         self.tree.set_pinned(run_id if rows else None)
-        self.pinned.setText(f"Baseline: ◆ run {run_id} ({rows[0]['method']}, {rows[0]['workload']})" if rows else "")
+        self.pinned.setText(f"Baseline: ◆ run {run_id} ({rows[0].run.method}, {rows[0].run.workload})" if rows else "")
         self.pinned.setToolTip("The run pinned as this results file's baseline: Compare and its report take every "
                                "speedup at its concurrency against it; unpin it to go back to each experiment's own"
                                if rows else "")
@@ -231,8 +234,7 @@ class HistoryPage(QWidget):
     def diff_selected(self) -> RunDiff | None:
         """The two selected runs' fields side by side, in a window of its own (non-modal, so the
         table stays usable beside it)."""
-        ids = self.selected_ids()
-        rows = [r for r in self.model._rows if r["id"] in ids]
+        rows = self._rows_of(set(self.selected_ids()))
         if len(rows) != 2:
             return None
         self.diff = RunDiff(rows[0], rows[1], self)
@@ -306,24 +308,24 @@ class HistoryPage(QWidget):
 
     def _compare_selected(self) -> None:
         ids = set(self.selected_ids())
-        rows = [r for r in self.model._rows if r["id"] in ids]
-        experiments = {r["experiment_id"] for r in rows}
+        runs = [r.run for r in self._rows_of(ids)]
+        experiments = {run.experiment_id for run in runs}
         # Baselines of the same experiments come along, so speedups can be computed.
-        rows += [r for r in self.model._rows if r["method"] == "baseline" and r["experiment_id"] in experiments
-                 and r["id"] not in ids]
-        if rows:
-            self.compare.emit([store.run_record(r) for r in rows])
+        runs += [r.run for r in self.model._rows if r.run.method == "baseline"
+                 and r.run.experiment_id in experiments and r.run.id not in ids]
+        if runs:
+            self.compare.emit(runs)
 
     def _compare_experiment(self) -> None:
-        ids = self.selected_ids()
-        rows = self.model._rows
-        if not ids and rows:
-            ids = [rows[-1]["id"]]
-        experiments = {r["experiment_id"] for r in rows if r["id"] in set(ids)}
+        ids = set(self.selected_ids())
+        runs = [r.run for r in self.model._rows]
+        if not ids and runs:
+            ids = {runs[-1].id}
+        experiments = {run.experiment_id for run in runs if run.id in ids}
         # The experiment as its sweep left it: a failed attempt that was redone is not one of its runs.
-        chosen = [r for r in rows if r["experiment_id"] in experiments and r.get("redone_by") is None]
+        chosen = [run for run in runs if run.experiment_id in experiments and run.redone_by is None]
         if chosen:
-            self.compare.emit([store.run_record(r) for r in chosen])
+            self.compare.emit(chosen)
 
     def _open(self) -> None:
         ids = self.selected_ids()
@@ -370,19 +372,18 @@ def _annotate(db_path: Path, run_id: int, tags: str, notes: str) -> None:
         store.close(db)
 
 
-def _read_runs(db_path: Path) -> tuple[list[dict], dict[int, store.ExperimentRecord], str]:
+def _read_runs(db_path: Path) -> tuple[list[HistoryRow], list[store.ExperimentRecord], str]:
     """The database's runs (each with its tags and notes), its experiments, and why there are none
     when it cannot be read (on a worker's thread)."""
     if not db_path.exists():
-        return [], {}, ""
+        return [], [], ""
     try:
         db = store.open_db(db_path, readonly=True)
         try:
-            notes = store.annotations_by_run(db)
-            # The table's rows by column name, as its models read them, with the reader's tags and notes.
-            rows = [{**r.as_dict(), "tags": "", "notes": "", **notes.get(r.id, {})} for r in store.runs(db)]
+            notes = {note.run_id: note for note in store.annotated_runs(db)}
+            rows = [history_row(run, notes.get(run.id)) for run in store.runs(db)]
             return rows, store.experiments(db), ""
         finally:
             store.close(db)
     except store.StoreError as exc:
-        return [], {}, str(exc)
+        return [], [], str(exc)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSortFilterProxyModel
 
+from app.models.runs_model import HistoryRow
+
 # The fields a search looks in (tags and notes are the reader's own, joined in when read).
 SEARCHED = ("method", "target", "workload", "status", "tags", "notes", "draft")
 
 
-def haystack(row: dict) -> str:
-    return " ".join(str(row.get(key) or "") for key in SEARCHED).lower()
+def haystack(row: HistoryRow) -> str:
+    return " ".join(str(row.value(key) or "") for key in SEARCHED).lower()
 
 
 class RunsFilter(QSortFilterProxyModel):
@@ -43,7 +45,7 @@ class RunsFilter(QSortFilterProxyModel):
             # An experiment is shown for its runs only while something filters (recursion shows
             # it when one of them passes), and always otherwise.
             return not self.wanted and not self.words
-        if not all(str(row.get(k)) == v for k, v in self.wanted.items()):
+        if not all(str(row.value(k)) == v for k, v in self.wanted.items()):
             return False
         text = haystack(row)
         return all(word in text for word in self.words)

@@ -5,6 +5,7 @@ the sweeps wrote it (the tags and notes, which are about runs, are kept there)."
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Signal
@@ -15,6 +16,31 @@ from workbench import paths
 VIEWS_KEY = "history/views"
 BASELINES_KEY = "history/pinned_baselines"
 CHOOSE = "(choose a view)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavedView:
+    """What a saved view brings back: the search box's text, each filter's value by field, and the
+    column sorted by and its order (Qt.SortOrder's value)."""
+    search: str = ""
+    filters: dict[str, str] = field(default_factory=dict)
+    sort_column: int = 0
+    sort_order: int = 0
+
+
+def _whole(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def saved_view(doc: object) -> SavedView | None:
+    """A view as the settings file keeps it (JSON, perhaps edited by hand): a field of the wrong type
+    is left at its default, and what is not a JSON object is no view."""
+    if not isinstance(doc, dict):
+        return None
+    filters = doc.get("filters")
+    return SavedView(search=doc.get("search") if isinstance(doc.get("search"), str) else "",
+                     filters={str(k): str(v) for k, v in filters.items()} if isinstance(filters, dict) else {},
+                     sort_column=_whole(doc.get("sort_column")), sort_order=_whole(doc.get("sort_order")))
 
 
 def settings() -> QSettings:
@@ -36,16 +62,18 @@ def _write(key: str, value: dict) -> None:
     s.sync()
 
 
-def views() -> dict[str, dict]:
-    return _read(VIEWS_KEY)
+def views() -> dict[str, SavedView]:
+    """The saved views by name (one the settings file holds damaged is left out)."""
+    found = {name: saved_view(doc) for name, doc in _read(VIEWS_KEY).items()}
+    return {name: view for name, view in found.items() if view is not None}
 
 
-def save_view(name: str, view: dict) -> None:
-    _write(VIEWS_KEY, {**views(), name: view})
+def save_view(name: str, view: SavedView) -> None:
+    _write(VIEWS_KEY, {**_read(VIEWS_KEY), name: asdict(view)})
 
 
 def delete_view(name: str) -> None:
-    _write(VIEWS_KEY, {k: v for k, v in views().items() if k != name})
+    _write(VIEWS_KEY, {k: v for k, v in _read(VIEWS_KEY).items() if k != name})
 
 
 def pinned_baseline(db_path: Path) -> int | None:
@@ -63,11 +91,11 @@ class ViewsBar(QWidget):
     """A combo of the saved views and the buttons to save the current one or delete the chosen one.
     `chosen(view)` when one is picked; the page says what the current view is through `current`."""
 
-    chosen = Signal(dict)
+    chosen = Signal(object)  # the SavedView picked
 
     def __init__(self, current, parent=None):
         super().__init__(parent)
-        self.current = current  # () -> the page's view as a dict
+        self.current = current  # () -> the page's SavedView
         self.combo = QComboBox()
         self.combo.setMinimumContentsLength(14)
         self.combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)

@@ -295,9 +295,8 @@ class LiveCharts:
         if readings:
             t0 = readings[0][0]
             for i, (name, s) in enumerate(live_feed.telemetry_series(readings).items()):
-                t = np.asarray(s["t"]) - t0
-                for kind, plot, values in (("power", self.power_plot, s["power"]),
-                                           ("util", self.util_plot, s["util"])):
+                t = np.asarray(s.t) - t0
+                for kind, plot, values in (("power", self.power_plot, s.power), ("util", self.util_plot, s.util)):
                     # A hidden panel (no GPUs here) is not drawn; it is when it shows.
                     if plot.isHidden() or np.all(np.isnan(values)):
                         continue

@@ -3,12 +3,15 @@ Hugging Face cache, start an experiment from a published draft/target pair, or p
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from app.jobs import worker
+from app.pages import models_lists
 from app.widgets.offline_route import OfflineRoute, select_shape
 from app.widgets.tables import EmptyHint, TableModel, listed, table
 from app.widgets.whatif_dialog import WhatIfDialog
@@ -20,10 +23,6 @@ PROGRESS_STEPS = 1000  # the bar counts per mille: byte counts overflow a Qt int
 CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows the models downloaded here (vLLM "
                "reads the same cache): search the Hub above and Download one (or Config only), or pick a model "
                "shape below for a what-if run without weights.")
-
-
-def _yes(v) -> str:
-    return "yes" if v else "no"
 
 
 class ModelsPage(QWidget):
@@ -42,8 +41,7 @@ class ModelsPage(QWidget):
         self.token = QLabel()
         self.search_box = QLineEdit(placeholderText="Search the Hub, e.g. eagle3, DFlash, Qwen3-8B")
         self.search_button = QPushButton("Search")
-        self.results = TableModel([("repo", "Model", None), ("downloads", "Downloads", "{:,}".format),
-                                   ("likes", "Likes", None), ("gated", "Gated", _yes), ("size", "Size", hub.human)])
+        self.results = models_lists.results_model()
         self.results_view = table(self.results)
         self.results_empty = EmptyHint(self.results_view, "Models found on the Hugging Face Hub show here: type a "
                                                           "name above (e.g. Qwen3-8B) and press Search.")
@@ -61,26 +59,20 @@ class ModelsPage(QWidget):
         self.gated_button = QPushButton("Open the model page", visible=False)
         self.offline_route = OfflineRoute()  # shown when the Hub cannot be reached
 
-        self.cache = TableModel([("repo", "Model", None), ("size", "Size", hub.human), ("files", "Files", None),
-                                 ("refs", "Refs", None), ("partial", "Partial download", hub.human)])
+        self.cache = models_lists.cache_model()
         self.cache_view = table(self.cache)
         self.cache_empty = EmptyHint(self.cache_view, CACHE_EMPTY)
         self.refresh_button = QPushButton("Refresh")
         self.delete_button = QPushButton("Delete from cache")
 
         self.pairs = catalog.load()
-        self.catalog = TableModel([("name", "Pair", None), ("method", "Method", None), ("draft", "Draft", None),
-                                   ("target", "Target", None), ("n", "N", None), ("gated", "Gated", _yes)])
-        self.catalog.set_rows([{"name": p.name, "method": p.method, "draft": p.draft, "target": p.target,
-                                "n": ", ".join(map(str, p.n)), "gated": p.gated, "tooltip": p.source}
-                               for p in self.pairs])
+        self.catalog = models_lists.catalog_model(self.pairs)
         self.catalog_view = table(self.catalog)
         self.new_button = QPushButton("New experiment from this pair")
 
         # Published targets as configs alone: served with dummy weights, they cost drafting before
         # any download. What-if plans a sweep on the selected shape or cached model.
-        self.shapes = TableModel([("name", "Shape", None), ("repo", "Mirrors", None), ("drafts", "Drafts", None)])
-        self.shapes.set_rows(whatif.target_shapes())
+        self.shapes = models_lists.shapes_model()
         self.shapes_view = table(self.shapes)
         self.whatif_button = QPushButton("What-if…", enabled=False)
         self.whatif_button.setToolTip("Plan a sweep of the selected shape or cached model from its config alone "
@@ -167,7 +159,8 @@ class ModelsPage(QWidget):
         self.calls.add(call)
         return call
 
-    def _selected(self, view: QTableView, model: TableModel) -> dict | None:
+    def _selected(self, view: QTableView, model: TableModel):
+        """The record of the view's selected row, or None."""
         rows = view.selectionModel().selectedRows()
         return model.row(rows[0].row()) if rows else None
 
@@ -201,8 +194,7 @@ class ModelsPage(QWidget):
         self._start(lambda: hub.search(query), self._show_results)
 
     def _show_results(self, hits: list) -> None:
-        self.results.set_rows([{"repo": h.repo, "downloads": h.downloads or 0, "likes": h.likes or 0,
-                                "gated": h.gated, "size": None} for h in hits])
+        self.results.set_rows([models_lists.found_model(h) for h in hits])
         self.status.setText(f"{len(hits)} models")
 
     def _selected_repo(self) -> str | None:
@@ -211,7 +203,7 @@ class ModelsPage(QWidget):
             self.status.setText("Select a model in the results first")
             if hub.offline():  # no search fills the results offline: say what serves instead
                 self.offline_route.offer()
-        return row["repo"] if row else None
+        return row.repo if row else None
 
     def fetch_size(self) -> None:
         repo = self._selected_repo()
@@ -221,8 +213,8 @@ class ModelsPage(QWidget):
 
     def _show_size(self, info: hub.RemoteRepo) -> None:
         for i in range(self.results.rowCount()):
-            if self.results.row(i)["repo"] == info.repo:
-                self.results.update_row(i, dict(self.results.row(i), size=info.size))
+            if self.results.row(i).repo == info.repo:
+                self.results.update_row(i, dataclasses.replace(self.results.row(i), size=info.size))
         self.status.setText(f"{info.repo}: {hub.human(info.size)} in {len(info.files)} files")
 
     def start_config_download(self, repo: str | bool | None = None) -> None:
@@ -299,9 +291,7 @@ class ModelsPage(QWidget):
             self._rescan = False
             self.refresh_cache()
             return
-        self.cache.set_rows([{"repo": r.repo, "size": r.size, "files": r.files, "refs": ", ".join(r.refs),
-                              "partial": r.partial or None, "tooltip": str(r.path), "path": r.path,
-                              "revisions": r.revisions} for r in repos])
+        self.cache.set_rows(repos)
         self._settle_scan()
 
     def _cache_failed(self, exc: BaseException) -> None:
@@ -320,11 +310,11 @@ class ModelsPage(QWidget):
                                     f"Delete {repo} ({hub.human(size)}) from the Hugging Face cache?") == QMessageBox.Yes
 
     def delete_selected(self) -> None:
-        row = self._selected(self.cache_view, self.cache)
-        if row is None or not self.delete_button.isEnabled() \
-                or not self.ask_delete(row["repo"], row["size"] + (row["partial"] or 0)):
+        cached = self._selected(self.cache_view, self.cache)
+        if cached is None or not self.delete_button.isEnabled() \
+                or not self.ask_delete(cached.repo, cached.size + cached.partial):
             return
-        repo = row["repo"]
+        repo = cached.repo
         self.delete_button.setEnabled(False)  # one delete at a time: a second click finds it gone
         self.status.setText(f"Deleting {repo}…")
 
@@ -335,11 +325,11 @@ class ModelsPage(QWidget):
                     then=lambda: self.refresh_cache(then=lambda: self.delete_button.setEnabled(True)))
 
     def new_from_pair(self) -> None:
-        row = self._selected(self.catalog_view, self.catalog)
-        if row is None:
+        pair = self._selected(self.catalog_view, self.catalog)
+        if pair is None:
             self.status.setText("Select a pair in the catalog first")
             return
-        self.new_experiment.emit(catalog.plan_document(catalog.get(row["name"], self.pairs)))
+        self.new_experiment.emit(catalog.plan_document(pair))
 
     # --- what-if ----------------------------------------------------------------------------------------
     def _target_selected(self, view: QTableView) -> None:
@@ -354,14 +344,14 @@ class ModelsPage(QWidget):
     def selected_target(self) -> tuple[str | None, str, str | None] | None:
         """(plan reference, label, Hub repo) of the selected shape or cached model; the reference is
         None for a cached model without a config.json (a pull that has not fetched one yet)."""
-        row = self._selected(self.shapes_view, self.shapes)
-        if row is not None:
-            return f"shape:{row['name']}", row["name"], row["repo"]
-        row = self._selected(self.cache_view, self.cache)
-        if row is None:
+        shape = self._selected(self.shapes_view, self.shapes)
+        if shape is not None:
+            return f"shape:{shape.name}", shape.name, shape.repo
+        cached = self._selected(self.cache_view, self.cache)
+        if cached is None:
             return None
-        folder = whatif.snapshot_with_config(row["path"], row["revisions"])
-        return (str(folder) if folder else None), row["repo"], row["repo"]
+        folder = whatif.snapshot_with_config(cached.path, cached.revisions)
+        return (str(folder) if folder else None), cached.repo, cached.repo
 
     def use_shape(self) -> None:
         name = select_shape(self.shapes_view, self.shapes, self.asked_repo)

@@ -64,9 +64,9 @@ class OfflineRoute(QWidget):
 
 def select_shape(view: QTableView, model: TableModel, repo: str | None) -> str:
     """Selects the shipped shape that mirrors `repo` (the model asked for), else the first; its name."""
-    rows = [model.row(i) for i in range(model.rowCount())]
-    i = next((i for i, r in enumerate(rows) if repo and (r.get("repo") or "").lower() == repo.lower()), 0)
+    shapes = [model.row(i) for i in range(model.rowCount())]
+    i = next((i for i, shape in enumerate(shapes) if repo and shape.repo.lower() == repo.lower()), 0)
     view.selectionModel().select(model.index(i, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
     view.scrollTo(model.index(i, 0))
     view.setFocus()
-    return rows[i]["name"]
+    return shapes[i].name

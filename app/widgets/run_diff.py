@@ -8,6 +8,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.models.runs_model import HistoryRow
 from workbench import store
 
 LONG = 120  # characters of a value shown in its cell; the tooltip has it whole (logs, argv, provenance)
@@ -21,6 +22,12 @@ def fields(a: dict, b: dict) -> list[str]:
     return known + sorted((set(a) | set(b)) - set(known))
 
 
+def by_name(row: HistoryRow) -> dict:
+    """A run's every field by name, as stored (JSON columns as their text), with the reader's tags
+    and notes: what the diff lays side by side."""
+    return {**row.run.as_dict(), "tags": row.tags, "notes": row.notes}
+
+
 def shown(value) -> str:
     if value is None:
         return ""
@@ -30,11 +37,12 @@ def shown(value) -> str:
 
 
 class RunDiff(QDialog):
-    def __init__(self, a: dict, b: dict, parent=None):
+    def __init__(self, first: HistoryRow, second: HistoryRow, parent=None):
         super().__init__(parent)
-        self.setWindowTitle(f"Run {a['id']} and run {b['id']}")
+        self.setWindowTitle(f"Run {first.run.id} and run {second.run.id}")
+        a, b = by_name(first), by_name(second)
         self.table = QTableWidget(0, 3)
-        self.table.setHorizontalHeaderLabels(["Field", _title(a), _title(b)])
+        self.table.setHorizontalHeaderLabels(["Field", _title(first.run), _title(second.run)])
         self.table.verticalHeader().hide()
         # A line a field: some ninety of them, to be read at a glance rather than scrolled through.
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
@@ -84,6 +92,6 @@ class RunDiff(QDialog):
         return [self.table.item(r, 0).text() for r in range(self.table.rowCount()) if not self.table.isRowHidden(r)]
 
 
-def _title(row: dict) -> str:
-    n = f" N={row['n']}" if row.get("n") is not None else ""
-    return f"Run {row['id']}: {row.get('method') or ''}{n}, {row.get('workload') or ''}"
+def _title(run: store.RunRecord) -> str:
+    n = f" N={run.n}" if run.n is not None else ""
+    return f"Run {run.id}: {run.method or ''}{n}, {run.workload or ''}"

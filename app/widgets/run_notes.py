@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
+from app.models.runs_model import HistoryRow
+
 
 class RunNotes(QWidget):
     """Emits `save(run_id, tags, notes)`; the page writes them off the GUI thread and reads the runs
@@ -42,15 +44,15 @@ class RunNotes(QWidget):
         layout.addWidget(self.save_button)
         self.show_run(None)
 
-    def show_run(self, row: dict | None) -> None:
+    def show_run(self, row: HistoryRow | None) -> None:
         """The run whose notes are edited (None: no single run selected, nothing to edit). The same
         run shown again keeps what is being typed: the page refreshes on every event of a sweep."""
-        if row is not None and row["id"] == self.run_id:
+        if row is not None and row.run.id == self.run_id:
             return
-        self.run_id = None if row is None else row["id"]
-        self.label.setText("Notes" if row is None else f"Run {row['id']}")
-        self.tags.setText("" if row is None else row.get("tags") or "")
-        self.notes.setPlainText("" if row is None else row.get("notes") or "")
+        self.run_id = None if row is None else row.run.id
+        self.label.setText("Notes" if row is None else f"Run {row.run.id}")
+        self.tags.setText("" if row is None else row.tags)
+        self.notes.setPlainText("" if row is None else row.notes)
         for widget in (self.tags, self.notes, self.save_button):
             widget.setEnabled(row is not None)
 

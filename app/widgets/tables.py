@@ -1,8 +1,10 @@
-"""Lists of dict rows as the Models page shows them: a model with (key, header, formatter) columns,
+"""Lists of records as the Models page shows them: a model with (field, header, formatter) columns,
 its table view, a titled box with the button that acts on the selection, and the line a list
 shows while it is empty."""
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QTableView,
@@ -12,24 +14,28 @@ from app.models.runs_model import RowsModel
 
 
 class TableModel(RowsModel):
-    """Dict rows shown through (key, header, formatter) columns."""
+    """Records (frozen dataclasses) shown through (field, header, formatter) columns; `tooltip(row)`
+    is what hovering a row shows (None: nothing)."""
 
-    def __init__(self, columns: list[tuple[str, str, object]], parent=None):
+    def __init__(self, columns: list[tuple[str, str, Callable[[Any], str] | None]],
+                 tooltip: Callable[[Any], str | None] | None = None, parent=None):
         super().__init__(parent)
         self.columns = columns
+        self.tooltip = tooltip
 
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
-        key, _, fmt = self.columns[index.column()]
-        value = self._rows[index.row()].get(key)
+        row = self._rows[index.row()]
+        name, _, fmt = self.columns[index.column()]
         if role == Qt.DisplayRole:
+            value = getattr(row, name)
             return "" if value is None else (fmt(value) if fmt else str(value))
-        if role == Qt.ToolTipRole:
-            return self._rows[index.row()].get("tooltip")
+        if role == Qt.ToolTipRole and self.tooltip is not None:
+            return self.tooltip(row)
         return None
 
-    def update_row(self, i: int, row: dict) -> None:
+    def update_row(self, i: int, row: Any) -> None:
         """Change one row in place, keeping the view's selection."""
         self._rows[i] = row
         self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))

@@ -58,7 +58,7 @@ def read(db: store.Database, run_id: int, include_partial: bool = False) -> tupl
     if why:
         raise PinnedBaselineError(why)
     assert row is not None  # refusal answers for a missing run
-    found = store.experiments(db).get(row.experiment_id)
+    found = store.experiment(db, row.experiment_id)
     name = found.name if found is not None else None
     return latency.with_requests(db, [row])[0], name
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 _NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
@@ -110,9 +111,21 @@ def _known(value: Any) -> str | None:
     return None if value in _UNKNOWN else str(value)
 
 
-def static_facts(text: str) -> list[dict]:
-    """Per GPU of `amd-smi static [--json]`: model, firmware (VBIOS, or IFWI on MI350-class and
-    newer releases), compute and memory partition, power cap (W), NUMA node, driver."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticFacts:
+    """What `amd-smi static` says of one GPU; None where it says N/A or nothing."""
+    gpu: int                          # amd-smi's index (physical)
+    model: str | None                 # the ASIC's market name
+    firmware: str | None              # VBIOS, or IFWI on MI350-class and newer releases
+    compute_partition: str | None     # SPX, CPX, ...
+    memory_partition: str | None      # NPS1, NPS4, ...
+    power_cap_w: float | None
+    numa_node: float | None
+    driver: str | None
+
+
+def static_facts(text: str) -> list[StaticFacts]:
+    """Per GPU of `amd-smi static [--json]`, in the order it lists them."""
     out = []
     for d in read(text):
         asic, limit, part = (d.get(k) or {} for k in ("asic", "limit", "partition"))
@@ -121,17 +134,17 @@ def static_facts(text: str) -> list[dict]:
         cap = number(limit.get("socket_power")) if isinstance(limit, dict) else None
         if cap is None and isinstance(limit, dict):
             cap = number(limit.get("max_power"))
-        out.append({
-            "gpu": int(number(d.get("gpu")) or 0),
-            "model": _known(asic.get("market_name")) if isinstance(asic, dict) else None,
-            "firmware": (_known(firmware.get("version")) or _known(firmware.get("part_number")))
+        out.append(StaticFacts(
+            gpu=int(number(d.get("gpu")) or 0),
+            model=_known(asic.get("market_name")) if isinstance(asic, dict) else None,
+            firmware=(_known(firmware.get("version")) or _known(firmware.get("part_number")))
             if isinstance(firmware, dict) else None,
-            "compute_partition": _known(part.get("compute_partition")) if isinstance(part, dict) else None,
-            "memory_partition": _known(part.get("memory_partition")) if isinstance(part, dict) else None,
-            "power_cap_w": cap,
-            "numa_node": number(numa.get("node")) if isinstance(numa, dict) else None,
-            "driver": _known((d.get("driver") or {}).get("version")) if isinstance(d.get("driver"), dict) else None,
-        })
+            compute_partition=_known(part.get("compute_partition")) if isinstance(part, dict) else None,
+            memory_partition=_known(part.get("memory_partition")) if isinstance(part, dict) else None,
+            power_cap_w=cap,
+            numa_node=number(numa.get("node")) if isinstance(numa, dict) else None,
+            driver=_known((d.get("driver") or {}).get("version")) if isinstance(d.get("driver"), dict) else None,
+        ))
     return out
 
 
@@ -162,10 +175,19 @@ def interconnect(links: dict[int, dict[int, str]]) -> str | None:
 _MEMINFO = re.compile(r"GPU\[(\d+)\]\s*:\s*VRAM Total (Used )?Memory \(B\):\s*(\d+)")
 
 
-def rocm_smi_vram(text: str) -> list[dict]:
-    """`rocm-smi --showmeminfo vram`: per GPU its VRAM total and used, in bytes."""
-    rows: dict[int, dict] = {}
-    for gpu, used, value in _MEMINFO.findall(text):
-        row = rows.setdefault(int(gpu), {"gpu": int(gpu)})
-        row["used_bytes" if used else "total_bytes"] = int(value)
-    return [rows[g] for g in sorted(rows)]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Vram:
+    """One GPU's VRAM as rocm-smi reports it, in bytes (None: a line it did not print)."""
+    gpu: int
+    total_bytes: int | None = None
+    used_bytes: int | None = None
+
+
+def rocm_smi_vram(text: str) -> list[Vram]:
+    """`rocm-smi --showmeminfo vram`: per GPU its VRAM total and used, by GPU index."""
+    total: dict[int, int] = {}
+    used: dict[int, int] = {}
+    for gpu, is_used, value in _MEMINFO.findall(text):
+        (used if is_used else total)[int(gpu)] = int(value)
+    return [Vram(gpu=gpu, total_bytes=total.get(gpu), used_bytes=used.get(gpu))
+            for gpu in sorted(total.keys() | used.keys())]

@@ -93,14 +93,14 @@ def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, to
     selects (all when none is selected)."""
     if static_text is None:
         static_text = gpus.run_tool(["amd-smi", "static", "--json"]) or gpus.run_tool(["amd-smi", "static"]) or ""
-    facts = [f for f in amdsmi.static_facts(static_text) if not selected or f["gpu"] in selected]
+    facts = [f for f in amdsmi.static_facts(static_text) if not selected or f.gpu in selected]
     out = {
-        "gpu_model": _joined(f["model"] for f in facts),
-        "firmware": _joined(f["firmware"] for f in facts),
-        "compute_partition": _joined(f["compute_partition"] for f in facts),
-        "memory_partition": _joined(f["memory_partition"] for f in facts),
-        "power_cap_w": _joined(f"{f['power_cap_w']:g}" for f in facts if f["power_cap_w"] is not None),
-        "driver": _joined(f["driver"] for f in facts),
+        "gpu_model": _joined(f.model for f in facts),
+        "firmware": _joined(f.firmware for f in facts),
+        "compute_partition": _joined(f.compute_partition for f in facts),
+        "memory_partition": _joined(f.memory_partition for f in facts),
+        "power_cap_w": _joined(f"{f.power_cap_w:g}" for f in facts if f.power_cap_w is not None),
+        "driver": _joined(f.driver for f in facts),
     }
     if topology_text is None:
         topology_text = gpus.run_tool(["amd-smi", "topology", "--json"]) or ""
@@ -109,9 +109,9 @@ def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, to
         # No amd-smi (ROCm before 6.0, or a minimal install): rocm-smi still says how much VRAM.
         if meminfo_text is None:
             meminfo_text = gpus.run_tool(["rocm-smi", "--showmeminfo", "vram"]) or ""
-        vram = [r for r in amdsmi.rocm_smi_vram(meminfo_text) if not selected or r["gpu"] in selected]
+        vram = [v for v in amdsmi.rocm_smi_vram(meminfo_text) if not selected or v.gpu in selected]
         if vram:
-            out["gpu_model"] = f"{len(vram)} AMD GPU(s), {vram[0].get('total_bytes', 0) / 2**30:.0f} GiB VRAM each"
+            out["gpu_model"] = f"{len(vram)} AMD GPU(s), {(vram[0].total_bytes or 0) / 2**30:.0f} GiB VRAM each"
     return {k: v for k, v in out.items() if v is not None}
 
 

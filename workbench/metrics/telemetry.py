@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
 import psutil
@@ -248,33 +248,43 @@ class Sampler:
             self._thread.join(timeout=5)
 
 
-def energy(rows: list[dict], t0: float, t1: float) -> dict:
-    """Energy and averages over [t0, t1] from stored GPU readings: trapezoids of power per GPU,
-    summed over GPUs. Empty when no GPU reported power."""
-    per_gpu: dict[int, list[tuple[float, float]]] = {}
+@dataclass(frozen=True, slots=True)
+class Energy:
+    """What a run's GPU readings over its window add up to, each None where no GPU reported it
+    (energy and mean power need two power readings of one GPU). The names are the runs table's."""
+    energy_j: float | None = None
+    power_mean_w: float | None = None
+    gpu_util_mean: float | None = None
+    gpu_mem_peak_mib: float | None = None
+
+    def columns(self) -> dict[str, float]:
+        """The run's columns these figures fill: those measured."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+def energy(readings: Iterable[Reading], t0: float, t1: float) -> Energy:
+    """Energy and averages over [t0, t1] from GPU readings: trapezoids of power per GPU, summed
+    over GPUs."""
+    per_gpu: dict[int | None, list[tuple[float, float]]] = {}
     utils, mems = [], []
-    for r in rows:
-        if r["device"] != "gpu" or not t0 <= r["t"] <= t1:
+    for reading in readings:
+        if reading.device != "gpu" or not t0 <= reading.t <= t1:
             continue
-        if r.get("power_w") is not None:
-            per_gpu.setdefault(r["physical"], []).append((r["t"], r["power_w"]))
-        if r.get("util_pct") is not None:
-            utils.append(r["util_pct"])
-        if r.get("mem_used_mib") is not None:
-            mems.append(r["mem_used_mib"])
+        if reading.power_w is not None:
+            per_gpu.setdefault(reading.physical, []).append((reading.t, reading.power_w))
+        if reading.util_pct is not None:
+            utils.append(reading.util_pct)
+        if reading.mem_used_mib is not None:
+            mems.append(reading.mem_used_mib)
     joules = 0.0
     for points in per_gpu.values():
         points.sort()
         joules += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
-    out: dict[str, float | None] = {}
-    if any(len(p) > 1 for p in per_gpu.values()):
-        out["energy_j"] = joules
-        out["power_mean_w"] = joules / (t1 - t0) if t1 > t0 else None
-    if utils:
-        out["gpu_util_mean"] = sum(utils) / len(utils)
-    if mems:
-        out["gpu_mem_peak_mib"] = max(mems)
-    return out
+    powered = any(len(p) > 1 for p in per_gpu.values())
+    return Energy(energy_j=joules if powered else None,
+                  power_mean_w=joules / (t1 - t0) if powered and t1 > t0 else None,
+                  gpu_util_mean=sum(utils) / len(utils) if utils else None,
+                  gpu_mem_peak_mib=max(mems) if mems else None)
 
 
 def label(device: str, physical: int | None, index: int | None) -> str:
@@ -285,23 +295,37 @@ def label(device: str, physical: int | None, index: int | None) -> str:
     return f"GPU {index} (physical {physical})"
 
 
-def series(rows: list[tuple]) -> dict[str, dict[str, list[float]]]:
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One device's readings over time, as drawn: utilisation %, power W and memory MiB at each
+    time t (epoch seconds), NaN where the reading had none (a gap in the line)."""
+    t: list[float] = field(default_factory=list)
+    util: list[float] = field(default_factory=list)
+    power: list[float] = field(default_factory=list)
+    mem: list[float] = field(default_factory=list)
+
+
+def _or_nan(value: float | None) -> float:
+    return value if value is not None else float("nan")
+
+
+def series(rows: list[tuple]) -> dict[str, Series]:
     """Readings (t, device, physical, index, util_pct, power_w, mem_used_mib) as one series per
-    device, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of one tick
-    share their timestamp) — what a tensor-parallel run draws in all."""
-    out: dict[str, dict[str, list[float]]] = {}
+    device by its label, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of
+    one tick share their timestamp) — what a tensor-parallel run draws in all."""
+    out: dict[str, Series] = {}
     ticks: dict[float, list[float]] = {}
     for t, device, physical, index, util, power, mem in rows:
-        s = out.setdefault(label(device, physical, index), {"t": [], "util": [], "power": [], "mem": []})
-        s["t"].append(t)
-        s["util"].append(util if util is not None else float("nan"))
-        s["power"].append(power if power is not None else float("nan"))
-        s["mem"].append(mem if mem is not None else float("nan"))
+        s = out.setdefault(label(device, physical, index), Series())
+        s.t.append(t)
+        s.util.append(_or_nan(util))
+        s.power.append(_or_nan(power))
+        s.mem.append(_or_nan(mem))
         if device == "gpu" and power is not None:
             ticks.setdefault(t, []).append(power)
     gpus = {r[2] for r in rows if r[1] == "gpu"}
     if len(gpus) > 1:
         whole = [(t, sum(p)) for t, p in sorted(ticks.items()) if len(p) == len(gpus)]
-        out["all GPUs"] = {"t": [t for t, _ in whole], "util": [float("nan")] * len(whole),
-                           "power": [p for _, p in whole], "mem": [float("nan")] * len(whole)}
+        out["all GPUs"] = Series(t=[t for t, _ in whole], util=[float("nan")] * len(whole),
+                                 power=[p for _, p in whole], mem=[float("nan")] * len(whole))
     return out

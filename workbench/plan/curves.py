@@ -14,6 +14,7 @@ import csv
 import functools
 import re
 from dataclasses import dataclass
+from typing import Iterator, Mapping
 
 from workbench import paths
 
@@ -36,22 +37,43 @@ class Table:
         return self.by_n[max(self.by_n)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Curve:
+    """One line of a publication's CSV: the per-position acceptance it measured for one target,
+    method (as the publication names it), dataset and N. Its other columns are not read."""
+    target: str
+    method: str
+    dataset: str
+    n: int
+    per_position: tuple[float, ...]
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
 
 
+def _curve(line: Mapping[str, str]) -> Curve:
+    """A CSV line (by its header's names) as a Curve; the per-position figures are space-separated."""
+    return Curve(target=line["target"], method=line["method"], dataset=line["dataset"], n=int(line["N"]),
+                 per_position=tuple(float(p) for p in line["per_position"].split()))
+
+
+def _curves(name: str) -> Iterator[Curve]:
+    with open(paths.resources_dir() / "curves" / name, newline="") as f:
+        yield from map(_curve, csv.DictReader(f))
+
+
 @functools.cache
 def tables() -> dict[str, Table]:
-    found: dict[str, dict] = {}
+    found: dict[str, Table] = {}
     for name, (publication, citation) in FILES.items():
-        with open(paths.resources_dir() / "curves" / name, newline="") as f:
-            for row in csv.DictReader(f):
-                method = METHOD_NAMES.get(row["method"], _slug(row["method"]))
-                key = "/".join((publication, _slug(row["target"].split("/")[-1]), method, _slug(row["dataset"])))
-                t = found.setdefault(key, {"target": row["target"], "method": method, "dataset": row["dataset"],
-                                           "citation": citation, "by_n": {}})
-                t["by_n"][int(row["N"])] = tuple(float(p) for p in row["per_position"].split())
-    return {k: Table(k, **v) for k, v in sorted(found.items())}
+        for curve in _curves(name):
+            method = METHOD_NAMES.get(curve.method, _slug(curve.method))
+            key = "/".join((publication, _slug(curve.target.split("/")[-1]), method, _slug(curve.dataset)))
+            # The table's first line makes it; each line adds its N's curve to it.
+            table = found.setdefault(key, Table(key, curve.target, method, curve.dataset, citation, {}))
+            table.by_n[curve.n] = curve.per_position
+    return dict(sorted(found.items()))
 
 
 def keys() -> list[str]:

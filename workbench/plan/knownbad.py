@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Mapping
 
 from workbench import paths
 from workbench.host import serving
@@ -53,12 +54,17 @@ def table_path() -> Path:
     return paths.resources_dir() / "rocm" / "known_bad.toml"
 
 
+def _combination(table: Mapping[str, Any]) -> Combination:
+    """One [[combination]] table of the file; the versions are optional (empty: unknown, unfixed)."""
+    return Combination(methods=tuple(table["methods"]), attention_backends=tuple(table["attention_backends"]),
+                       vllm_from=table.get("vllm_from", ""), vllm_fixed=table.get("vllm_fixed", ""),
+                       problem=table["problem"], sources=tuple(table["sources"]))
+
+
 @lru_cache(maxsize=4)
 def load(path: Path | None = None) -> tuple[Combination, ...]:
     doc = tomllib.loads((path or table_path()).read_text())
-    return tuple(Combination(tuple(row["methods"]), tuple(row["attention_backends"]), row.get("vllm_from", ""),
-                             row.get("vllm_fixed", ""), row["problem"], tuple(row["sources"]))
-                 for row in doc.get("combination", []))
+    return tuple(map(_combination, doc.get("combination", [])))
 
 
 def image_version(image: str | None) -> str | None:

@@ -115,9 +115,9 @@ class Follower:
             if table not in tables:
                 continue
             remote, lowest = {}, {}
-            for run_id, (count, highest, low) in self.source.run_signatures(table).items():
-                remote[run_id] = [count, highest]
-                lowest[run_id] = low
+            for sig in self.source.run_signatures(table):  # keyed by the run id as text, as the local side's are
+                remote[str(sig.run_id)] = [sig.count, sig.highest]
+                lowest[str(sig.run_id)] = sig.lowest
             local = self.local_signature.get(table, {})
             for run_id in sorted(set(remote) | set(local), key=int):
                 if remote.get(run_id) == local.get(run_id):
@@ -235,7 +235,8 @@ def latest(args) -> int:
         print(json.dumps(None))
         return 0
     sweep = store.latest_sweep(db)
-    print(json.dumps(sweep and {**sweep, "db": db}))
+    print(json.dumps(sweep and {"pid": sweep.pid, "events": sweep.events_path, "finished": sweep.finished,
+                                "db": db}))
     return 0
 
 

@@ -111,7 +111,7 @@ class Stream:
         reader = threading.Thread(target=lambda: errors.extend(stderr), daemon=True)
         reader.start()
         state = self.mirror.state()
-        self.proc.stdin.write(protocol.encode(protocol.Resume(state["cursors"], state["signature"])) + "\n")
+        self.proc.stdin.write(protocol.encode(protocol.Resume(state.cursors, state.signature)) + "\n")
         self.proc.stdin.close()
         ended = False
         self.heard = False

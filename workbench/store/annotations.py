@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from workbench.store.connection import Database
-from workbench.store.records import ExperimentRecord
+from workbench.store.records import Annotation, ExperimentRecord
 
 
 def clean_tags(text: str) -> str:
@@ -30,16 +30,21 @@ def set_annotation(db: Database, run_id: int, tags: str, notes: str) -> None:
                    [run_id, tags, notes, time.time()])
 
 
-def annotations_by_run(db: Database) -> dict[int, dict[str, str]]:
-    """Every annotated run's {"tags", "notes"}, by run id. A file opened read-only before it was
+def annotated_runs(db: Database) -> list[Annotation]:
+    """Every annotated run's tags and notes, in run id order. A file opened read-only before it was
     migrated has no such table: none."""
     if "annotations" not in db.table_names():
-        return {}
-    return {run_id: {"tags": tags, "notes": notes}
-            for run_id, tags, notes in db.execute("SELECT run_id, tags, notes FROM annotations")}
+        return []
+    return [Annotation(run_id=run_id, tags=tags, notes=notes)
+            for run_id, tags, notes in db.execute("SELECT run_id, tags, notes FROM annotations ORDER BY run_id")]
 
 
-def experiments(db: Database) -> dict[int, ExperimentRecord]:
-    """Every experiment's id, name and when it was created, by id (History's parent rows)."""
-    return {row[0]: ExperimentRecord(row[0], row[1], row[2])
-            for row in db.execute("SELECT id, name, created FROM experiments ORDER BY id")}
+def experiments(db: Database) -> list[ExperimentRecord]:
+    """Every experiment's id, name and when it was created, oldest first (History's parent rows)."""
+    return [ExperimentRecord(*row) for row in db.execute("SELECT id, name, created FROM experiments ORDER BY id")]
+
+
+def experiment(db: Database, experiment_id: int) -> ExperimentRecord | None:
+    """One experiment's id, name and when it was created; None when there is no such row."""
+    row = db.execute("SELECT id, name, created FROM experiments WHERE id = ?", [experiment_id]).fetchone()
+    return ExperimentRecord(*row) if row else None

@@ -7,9 +7,12 @@ and its highest host id per table is where the stream resumes after a reconnect.
 from __future__ import annotations
 
 import time
-from typing import Callable, cast
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, cast
 
 from workbench.store.connection import Database
+from workbench.store.errors import StoreError
+from workbench.store.records import TableRow
 from workbench.store.schema import MUTABLE_TABLES, RUN_TABLES
 
 # The column of each table that points at its parent row, and the parent's table.
@@ -18,12 +21,29 @@ PARENT = {"runs": ("experiment_id", "experiments"), "sweeps": ("experiment_id", 
           **{t: ("run_id", "runs") for t in RUN_TABLES}}
 
 
+@dataclass(frozen=True, slots=True)
+class MirrorState:
+    """Where the stream resumes, as the host is told: per appended table the highest host id held
+    here, and per table and host run (its id as text, as JSON keys are) the row count and highest
+    host id held here. The host resends a run whose rows differ."""
+    cursors: dict[str, int]
+    signature: dict[str, dict[str, list[int]]]
+
+
+def host_id(row: Mapping[str, Any]) -> int:
+    """The id a row has on the host that sent it: every table's rows have one."""
+    value = row.get("id")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StoreError(f"a row came from the host without an integer id: {value!r}")
+    return value
+
+
 class Mirror:
     """Applies one host database's rows to the local database, as the host sends them: batches of
     rows, and the runs whose rows it deleted."""
 
     def __init__(self, db: Database, source: str,
-                 on_rows: Callable[[str, list[dict], float], None] | None = None):
+                 on_rows: Callable[[str, list[TableRow], float], None] | None = None):
         self.db = db
         self.source = source
         self.on_rows = on_rows
@@ -34,10 +54,10 @@ class Mirror:
                                         "AND tbl IN ('experiments', 'runs', 'sweeps')", [source]):
             self.ids[tbl][rid] = lid
 
-    def state(self) -> dict:
-        """Where the stream resumes: the highest host id held per table, and per host run its row
-        count and highest host id (the host resends a run whose rows differ)."""
-        cursors, signature = {}, {}
+    def state(self) -> MirrorState:
+        """Where the stream resumes (MirrorState)."""
+        cursors: dict[str, int] = {}
+        signature: dict[str, dict[str, list[int]]] = {}
         for table in RUN_TABLES:
             cursors[table] = self.db.execute("SELECT coalesce(max(remote_id), 0) FROM remote_rows "
                                              "WHERE source = ? AND tbl = ?", [self.source, table]).fetchone()[0]
@@ -46,9 +66,9 @@ class Mirror:
                 f"JOIN {table} x ON x.id = m.local_id "
                 f"JOIN remote_rows run ON run.source = m.source AND run.tbl = 'runs' AND run.local_id = x.run_id "
                 f"WHERE m.source = ? AND m.tbl = ? GROUP BY run.remote_id", [self.source, table])}
-        return {"cursors": cursors, "signature": signature}
+        return MirrorState(cursors, signature)
 
-    def apply_rows(self, table: str, rows: list[dict]) -> None:
+    def apply_rows(self, table: str, rows: list[TableRow]) -> None:
         """One batch of a table's rows as the host stores them (host ids, host foreign keys), in
         one transaction; a table this database does not have is skipped."""
         if table not in self.columns:
@@ -69,8 +89,8 @@ class Mirror:
                             f"(SELECT id FROM {table} WHERE run_id = ?)", [self.source, table, local_run])
             self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [local_run])
 
-    def _apply_row(self, table: str, row: dict) -> dict | None:
-        remote_id = row["id"]
+    def _apply_row(self, table: str, row: TableRow) -> TableRow | None:
+        remote_id = host_id(row)
         local = {k: v for k, v in row.items() if k in self.columns[table]}
         if table in PARENT:
             key, parent = PARENT[table]
@@ -100,7 +120,7 @@ class Mirror:
         return local
 
 
-def mirrored_rows(db: Database, source: str, table: str) -> list[dict]:
+def mirrored_rows(db: Database, source: str, table: str) -> list[TableRow]:
     """A table's rows from one host as that host stores them: host ids, host foreign keys."""
     back = {t: {lid: rid for rid, lid in db.execute(
         "SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ?", [source, t])}
@@ -108,8 +128,7 @@ def mirrored_rows(db: Database, source: str, table: str) -> list[dict]:
     out = []
     for rid, lid in db.execute("SELECT remote_id, local_id FROM remote_rows WHERE source = ? AND tbl = ? "
                                "ORDER BY remote_id", [source, table]).fetchall():
-        row = dict(db.table(table).get(lid))
-        row["id"] = rid
+        row = {**db.table(table).get(lid), "id": rid}  # the host's id in place of the local one
         if table in PARENT:
             key, parent = PARENT[table]
             if row.get(key) is not None:

@@ -3,14 +3,15 @@ table: a read of it answers as for an empty one."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sqlite3
 import time
+from collections import Counter
 
 from workbench.store.connection import Database
-from workbench.store.records import RunRecord, SweepRecord, run_record, sweep_record
+from workbench.store.records import (Answer, FeedRows, RunRecord, RunStatus, SweepRecord, run_record, run_status,
+                                     sweep_record)
 
 # What the Live page draws of a run, in the order it reads it, as plain tuples: a 100,000-sample
 # history turns into one numpy array without a Python object per field.
@@ -32,14 +33,15 @@ def run(db: Database, run_id: int) -> RunRecord | None:
     return run_record(rows[0]) if rows else None
 
 
-def answers(db: Database, run_id: int) -> dict[tuple[int, str], tuple[str, bool | None]]:
-    """A run's answered requests: (idx, prompt_id) -> (the answer, graded right / wrong / None).
+def answers(db: Database, run_id: int) -> list[Answer]:
+    """A run's answered requests, graded right / wrong / None, in the order they were stored.
     Empty for runs stored before answers were (their `text` is NULL)."""
     if not _has(db, "requests") or "text" not in db["requests"].columns_dict:
-        return {}
+        return []
     rows = db.execute("SELECT idx, prompt_id, text, correct FROM requests WHERE run_id = ? AND ok = 1 "
-                      "AND text IS NOT NULL", [run_id]).fetchall()
-    return {(idx, pid): (text, None if correct is None else bool(correct)) for idx, pid, text, correct in rows}
+                      "AND text IS NOT NULL ORDER BY id", [run_id]).fetchall()
+    return [Answer(idx=idx, prompt_id=pid, text=text, correct=None if correct is None else bool(correct))
+            for idx, pid, text, correct in rows]
 
 
 def experiment_plan(db: Database, experiment_id: int) -> str | None:
@@ -86,16 +88,6 @@ def runs_in_plan_order(db: Database, experiment_id: int) -> list[RunRecord]:
             db["runs"].rows_where("experiment_id = ?" + _current(db), [experiment_id], order_by="seq")]
 
 
-def provenance_of(db: Database, run_ids: list[int]) -> dict[int, dict | None]:
-    """Each run's stored provenance (None for a run stored before it was recorded, or imported)."""
-    if not run_ids or "provenance" not in db["runs"].columns_dict:
-        return {run_id: None for run_id in run_ids}
-    marks = ",".join("?" * len(run_ids))
-    rows = db.execute(f"SELECT id, provenance FROM runs WHERE id IN ({marks})", list(run_ids)).fetchall()
-    found = {row[0]: json.loads(row[1]) if row[1] else None for row in rows}
-    return {run_id: found.get(run_id) for run_id in run_ids}
-
-
 def completed_run_keys(db: Database, experiment_id: int) -> set[str]:
     return {row[0] for row in db.execute("SELECT key FROM runs WHERE experiment_id = ? AND status = 'completed'",
                                          [experiment_id])}
@@ -107,11 +99,13 @@ def experiment_of_plan(db: Database, plan_hash: str) -> int | None:
     return row[0] if row else None
 
 
-def status_counts(db: Database, experiment_id: int) -> dict[str, int]:
-    """How many of the experiment's runs are in each status."""
-    return {row[0]: row[1] for row in db.execute(
-        "SELECT status, count(*) FROM runs WHERE experiment_id = ?" + _current(db) + " GROUP BY status",
-        [experiment_id])}
+def status_counts(db: Database, experiment_id: int) -> Counter[RunStatus]:
+    """How many of the experiment's runs are in each status (none: 0)."""
+    counts: Counter[RunStatus] = Counter()
+    for status, n in db.execute("SELECT status, count(*) FROM runs WHERE experiment_id = ?" + _current(db)
+                                + " GROUP BY status", [experiment_id]):
+        counts[run_status(status, f"a run of experiment {experiment_id}")] = n
+    return counts
 
 
 def first_run_of_experiment(db: Database, experiment_id: int) -> int | None:
@@ -174,11 +168,6 @@ def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[SweepRecor
     return alive
 
 
-def telemetry_between(db: Database, run_id: int, t0: float, t1: float) -> list[dict]:
-    """A run's GPU (and host) readings taken from t0 to t1 (epoch seconds), oldest first."""
-    return list(db["telemetry"].rows_where("run_id = ? AND t >= ? AND t <= ?", [run_id, t0, t1]))
-
-
 def gpu_means(db: Database, run_id: int, t0: float, t1: float) -> list[tuple]:
     """Per GPU of a run (physical, index, mean power W, mean utilisation %) over t0..t1."""
     if not _has(db, "telemetry"):
@@ -219,7 +208,7 @@ def request_timings(db: Database, run_ids: list[int]) -> list[tuple]:
         f"AND ok = 1 ORDER BY run_id, id", list(run_ids)).fetchall()
 
 
-def run_feed(db: Database, run_id: int, after_ids: dict[str, int]) -> tuple[dict[str, list[tuple]], dict[str, int]]:
+def run_feed(db: Database, run_id: int, after_ids: dict[str, int]) -> FeedRows:
     """For each table named in after_ids, the run's rows above that id (FEED_COLUMNS of them), and
     the new highest id per table. A writer holding the lock for a moment ends the read early:
     the tables not read yet keep their ids, and the next call catches up."""
@@ -234,4 +223,4 @@ def run_feed(db: Database, run_id: int, after_ids: dict[str, int]) -> tuple[dict
             rows[table] = [row[1:] for row in found]
     except sqlite3.OperationalError:
         pass
-    return rows, after
+    return FeedRows(rows, after)

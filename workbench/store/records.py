@@ -1,13 +1,14 @@
 """Stored rows as typed records: a run (what the store's reads of the runs table return, so no
 caller indexes a row by a column's name or decodes its JSON itself), an experiment as History
-groups runs under it, and a sweep in progress."""
+groups runs under it, a sweep in progress, a reader's notes on a run, a stored answer, and what
+the Live page reads of a run since its last poll."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeAlias
 
 from workbench.store.errors import StoreError
 
@@ -150,18 +151,23 @@ def _curve(value: Any) -> tuple[float, ...] | None:
     return tuple(float(p) for p in (json.loads(value) if isinstance(value, str) else value))
 
 
+def run_status(text: str, whose: str) -> RunStatus:
+    """A status as stored (`whose`: the run it is of, as an error names it); one no version wrote
+    is refused rather than typed as something else."""
+    try:
+        return RunStatus(text)
+    except ValueError:
+        raise StoreError(f"{whose} has an unknown status {text!r}") from None
+
+
 def run_record(row: Mapping[str, Any]) -> RunRecord:
     """The record of a runs-table row (a mapping by column name). Columns the row lacks (an older
     file) are None; keys that are not columns (another table's, a caller's additions) are ignored."""
     missing = [name for name in _REQUIRED if row.get(name) is None]
     if missing:
         raise StoreError(f"run {row.get('id', '?')} has no {missing[0]}")
-    try:
-        status = RunStatus(row["status"])
-    except ValueError:
-        raise StoreError(f"run {row['id']} has an unknown status {row['status']!r}") from None
     values = {name: row[name] for name in RUN_FIELDS if name in row}
-    values["status"] = status
+    values["status"] = run_status(values["status"], f"run {values['id']}")
     values["per_position"] = _curve(row.get("per_position"))
     return RunRecord(**values)
 
@@ -198,3 +204,36 @@ class ExperimentRecord:
     id: int
     name: str = ""
     created: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Annotation:
+    """A reader's tags (cleaned: each once, joined by ", ") and notes on one run."""
+    run_id: int
+    tags: str = ""
+    notes: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """One answered request of a run: its text, and whether the task's grader found it right (None
+    where the workload grades nothing). `idx` and `prompt_id` name the request across runs."""
+    idx: int
+    prompt_id: str
+    text: str
+    correct: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRows:
+    """What the Live page reads of a run since its last poll: per table, the new rows (the table's
+    FEED_COLUMNS as plain tuples, which turn into one numpy array without a Python object per
+    field), and per table the highest id read, where the next poll starts."""
+    rows: dict[str, list[tuple]]
+    after: dict[str, int]
+
+
+# A row of any table by column name, as the remote mirror copies it between databases: the mirror
+# moves rows of ten tables alike, so it reads no column but the id and the parent's. The tables
+# read by meaning have records above (run_record, sweep_record).
+TableRow: TypeAlias = dict[str, Any]

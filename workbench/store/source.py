@@ -1,5 +1,5 @@
-"""A remote host's database as its agent reads it for the mirror: read-only, rows as dicts,
-several reads in one consistent snapshot."""
+"""A remote host's database as its agent reads it for the mirror: read-only, rows of any table
+by column name (the mirror copies them alike), several reads in one consistent snapshot."""
 
 from __future__ import annotations
 
@@ -8,13 +8,25 @@ import os
 import shutil
 import sqlite3
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from workbench.store.connection import connect_readonly
+from workbench.store.records import SweepRecord, TableRow
 
 # The runner may hold the write lock for a while (a big batch of rows); the agent waits for it.
 TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSignature:
+    """What the host holds of one run in a table: its row count and highest and lowest row id. The
+    mirror holds the same count and highest id, or the run is sent again whole."""
+    run_id: int
+    count: int
+    highest: int
+    lowest: int
 
 
 class Source:
@@ -34,19 +46,20 @@ class Source:
         finally:
             self.conn.execute("COMMIT")
 
-    def run_signatures(self, table: str) -> dict[str, tuple[int, int, int]]:
-        """Per run id (as text): its row count, highest and lowest row id in the table."""
-        return {str(r[0]): (r[1], r[2], r[3]) for r in self.conn.execute(
-            f"SELECT run_id, count(*), max(id), min(id) FROM {table} GROUP BY run_id")}
+    def run_signatures(self, table: str) -> list[RunSignature]:
+        """Per run with rows in the table: their count, highest and lowest id, by run id."""
+        return [RunSignature(run_id=run_id, count=count, highest=highest, lowest=lowest)
+                for run_id, count, highest, lowest in self.conn.execute(
+                    f"SELECT run_id, count(*), max(id), min(id) FROM {table} GROUP BY run_id ORDER BY run_id")]
 
-    def rows_of_run(self, table: str, run_id: int) -> list[dict]:
+    def rows_of_run(self, table: str, run_id: int) -> list[TableRow]:
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", [run_id])]
 
-    def all_rows(self, table: str) -> Iterator[dict]:
+    def all_rows(self, table: str) -> Iterator[TableRow]:
         for r in self.conn.execute(f"SELECT * FROM {table} ORDER BY id"):
             yield dict(r)
 
-    def rows_after(self, table: str, after_id: int, limit: int) -> list[dict]:
+    def rows_after(self, table: str, after_id: int, limit: int) -> list[TableRow]:
         return [dict(r) for r in self.conn.execute(
             f"SELECT * FROM {table} WHERE id > ? ORDER BY id LIMIT {int(limit)}", [after_id])]
 
@@ -54,14 +67,18 @@ class Source:
         return self.conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0
 
 
-def latest_sweep(path: str | Path) -> dict | None:
-    """The most recent sweep in the file: its runner's pid, events file and when it finished."""
+def latest_sweep(path: str | Path) -> SweepRecord | None:
+    """The most recent sweep in the file: its runner's pid, events file and when it finished (the
+    rest of the row is not read)."""
     conn = connect_readonly(path, timeout=TIMEOUT_S)
     try:
-        row = conn.execute("SELECT pid, events_path, finished FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
+        row = conn.execute("SELECT id, pid, events_path, finished FROM sweeps ORDER BY id DESC LIMIT 1").fetchone()
     finally:
         conn.close()
-    return row and {"pid": row[0], "events": row[1], "finished": row[2]}
+    if row is None:
+        return None
+    sweep_id, pid, events_path, finished = row
+    return SweepRecord(id=sweep_id, pid=pid, events_path=events_path, finished=finished)
 
 
 def backup(path: str | Path, out: BinaryIO) -> None:

@@ -81,7 +81,7 @@ class ServerJob:
         self.record = sender.record
         self.emit = sender.emit
         self.sweep_id = ctx.sweep_id
-        self.readings: dict[int, list[dict]] = {}
+        self.readings: dict[int, list[telemetry.Reading]] = {}
         self.settled: set[int] = set()
         self.last_tok_s: float | None = None  # the last completed run's output tok/s
         self.log_queue: queue.Queue = queue.Queue()
@@ -122,11 +122,11 @@ class ServerJob:
     def _flush_telemetry(self) -> None:
         if self.sampler is None or self.log_run_id is None:
             return
-        readings = [x.row(self.log_run_id) for x in self.sampler.drain()]
+        readings = self.sampler.drain()
         if readings:
             # Kept here too: a run's energy is computed from its own readings, without a read.
             self.readings.setdefault(self.log_run_id, []).extend(readings)
-            self.record.telemetry(readings)
+            self.record.telemetry([x.row(self.log_run_id) for x in readings])
 
     def _start_telemetry(self, profile) -> None:
         """GPU readings of this slot's GPUs only where the server runs on this host; an attached
@@ -299,11 +299,12 @@ class ServerJob:
         """The run's energy from this job's GPU readings over its window (a second either side:
         the sampler's readings are that far apart)."""
         t0, t1 = span
-        rows = [x for x in self.readings.get(run_id, []) if t0 - 1.0 <= x["t"] <= t1 + 1.0]
-        figures = telemetry.energy(rows, t0, t1)
-        if figures.get("energy_j") is not None and output_tokens:
-            figures["joules_per_token"] = figures["energy_j"] / output_tokens
-        return figures
+        readings = [x for x in self.readings.get(run_id, []) if t0 - 1.0 <= x.t <= t1 + 1.0]
+        figures = telemetry.energy(readings, t0, t1)
+        columns = figures.columns()
+        if figures.energy_j is not None and output_tokens:
+            columns["joules_per_token"] = figures.energy_j / output_tokens
+        return columns
 
     def _slot_fields(self) -> dict:
         """The slot and its GPUs on the events of a parallel sweep (a serial one leaves them out)."""

@@ -246,7 +246,7 @@ class Runner:
         self.check_lossless()
         counts = store.status_counts(self.db, self.experiment_id)
         summary = events.SweepFinished(experiment=self.experiment_id, seconds=time.time() - self.t0,
-                                       completed=counts.get("completed", 0), failed=counts.get("failed", 0),
+                                       completed=counts[store.RunStatus.COMPLETED], failed=counts[store.RunStatus.FAILED],
                                        cancelled=self.cancelled, **(extra or {}))
         self._end_sweep("cancelled" if self.cancelled else "finished")
         self.emit(summary)
@@ -259,7 +259,11 @@ class Runner:
         if self.experiment_id is None:
             return
         rows = store.runs_of_experiment(self.db, self.experiment_id)
-        self.record.lossless(lossless.figures_for(rows, lambda run_id: store.answers(self.db, run_id)))
+        self.record.lossless(lossless.figures_for(rows, self._answers))
+
+    def _answers(self, run_id: int) -> lossless.Answers:
+        """A run's stored answers as the check compares them: by request (idx, prompt id)."""
+        return {(a.idx, a.prompt_id): (a.text, a.correct) for a in store.answers(self.db, run_id)}
 
     def fail(self, exc: BaseException) -> None:
         """The sweep stopped on `exc`: its end event says why in one line, so whoever follows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,8 @@ from workbench import events
 from workbench.host import engine
 from workbench.train.config import CONCURRENCY, SELF_PROMPTS, Cancelled, TrainError
 from workbench.train.context import StepContext
-from workbench.train.records import _cut_to_last_line, _write_jsonl
+from workbench.train.records import (Prompt, Response, _cut_to_last_line, _write_jsonl, read_prompts,
+                                     read_responses)
 
 if TYPE_CHECKING:  # for annotations only: launch is imported when a server starts
     from workbench.launch import LocalServer
@@ -56,6 +58,10 @@ def _served_model(client, base_url: str) -> str:
                          f"(GET /v1/models answered HTTP {r.status_code})") from None
 
 
+def _user_turn(index: int, text: str) -> Prompt:
+    return Prompt(id=f"p{index}", messages=[{"role": "user", "content": text}])
+
+
 class Prompts:
     """Step 1: the prompts, from a workload or file, or written by the target itself."""
     name = "prompts"
@@ -75,14 +81,14 @@ class Prompts:
         chosen = workloads.sample(prompts, p.config.num_prompts, p.config.seed)
         # Cycling would repeat prompts when more are asked for than exist: keep each once.
         seen: set[str] = set()
-        rows: list[dict] = []
+        written: list[Prompt] = []
         for prompt in chosen:
             if prompt.text in seen:
                 continue
             seen.add(prompt.text)
-            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": prompt.text}]})
-        _write_jsonl(p.out / "prompts.jsonl", rows)
-        return {"prompts": len(rows), "source": p.config.prompts}
+            written.append(_user_turn(len(written), prompt.text))
+        _write_jsonl(p.out / "prompts.jsonl", written)
+        return {"prompts": len(written), "source": p.config.prompts}
 
     def _self_written(self, p: StepContext) -> dict:
         """Prompts written by the target itself (the Magpie method): given only its chat template up
@@ -106,7 +112,7 @@ class Prompts:
         stop_id = tok.convert_tokens_to_ids(stop) if stop in tok.all_special_tokens else None
         base_url, api_key = p.server_endpoint()
         want = p.config.num_prompts
-        rows: list[dict] = []
+        written: list[Prompt] = []
         seen: set[str] = set()
         with _client(base_url, api_key) as client:
             model = _served_model(client, base_url)
@@ -130,21 +136,21 @@ class Prompts:
             # Not a `with` block: on a cancel the requests in flight are abandoned, not awaited.
             pool = ThreadPoolExecutor(CONCURRENCY)
             try:
-                while len(rows) < want and attempt < 4 * want:
+                while len(written) < want and attempt < 4 * want:
                     batch = range(attempt, attempt + min(4 * CONCURRENCY, 4 * want - attempt))
                     attempt = batch.stop
                     for text in pool.map(one, batch):
                         p.check()
-                        if len(text) >= 12 and text not in seen and len(rows) < want:
+                        if len(text) >= 12 and text not in seen and len(written) < want:
                             seen.add(text)
-                            rows.append({"id": f"p{len(rows)}", "messages": [{"role": "user", "content": text}]})
-                    p.emit(events.Progress(step="prompts", done=len(rows), total=want))
+                            written.append(_user_turn(len(written), text))
+                    p.emit(events.Progress(step="prompts", done=len(written), total=want))
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
-        if not rows:
+        if not written:
             raise TrainError("the target wrote no usable prompt (is it a chat model?)")
-        _write_jsonl(p.out / "prompts.jsonl", rows)
-        return {"prompts": len(rows), "source": f"written by the target ({attempt} samples)"}
+        _write_jsonl(p.out / "prompts.jsonl", written)
+        return {"prompts": len(written), "source": f"written by the target ({attempt} samples)"}
 
 
 class Responses:
@@ -152,23 +158,22 @@ class Responses:
     name = "responses"
 
     def run(self, p: StepContext) -> dict:
-        rows = [json.loads(line) for line in (p.out / "prompts.jsonl").read_text().splitlines() if line]
+        prompts = read_prompts(p.out / "prompts.jsonl")
         partial = p.out / "responses.partial.jsonl"
-        have = {r["id"]: r for r in events.read_objects(partial)}
-        todo = [r for r in rows if r["id"] not in have]
+        have = {answered.id for answered in read_responses(partial)}
+        todo = [prompt for prompt in prompts if prompt.id not in have]
         if todo and partial.exists():
             _cut_to_last_line(partial)  # so the next appended response starts on a line of its own
         if todo:
             base_url, api_key = p.server_endpoint()
-            self._generate(p, base_url, api_key, todo, partial, len(have), len(rows))
-        have = {r["id"]: r for r in events.read_objects(partial)}
-        ordered = [have[r["id"]] for r in rows if r["id"] in have]
+            self._generate(p, base_url, api_key, todo, partial, len(have), len(prompts))
+        answers = {answered.id: answered for answered in read_responses(partial)}
+        ordered = [answers[prompt.id] for prompt in prompts if prompt.id in answers]
         _write_jsonl(p.out / "responses.jsonl", ordered)
-        tokens = sum(sum(r["loss_mask"]) for r in ordered)
-        return {"responses": len(ordered), "completion_tokens": tokens,
-                "tokens": sum(len(r["input_ids"]) for r in ordered)}
+        return {"responses": len(ordered), "completion_tokens": sum(sum(r.loss_mask) for r in ordered),
+                "tokens": sum(len(r.input_ids) for r in ordered)}
 
-    def _generate(self, p: StepContext, base_url: str, api_key: str | None, todo: list[dict], partial: Path,
+    def _generate(self, p: StepContext, base_url: str, api_key: str | None, todo: list[Prompt], partial: Path,
                   done: int, total: int) -> None:
         """Greedy responses by the target itself, with the exact token ids vLLM used (prompt
         tokens get loss mask 0, generated ones 1), as `speculators regenerate-responses` writes."""
@@ -178,10 +183,10 @@ class Responses:
         with _client(base_url, api_key) as client, open(partial, "a", encoding="utf-8") as f:
             model = _served_model(client, base_url)
 
-            def one(row: dict) -> dict:
+            def one(prompt: Prompt) -> Response | None:
                 if p.cancel_event.is_set():
-                    return {}
-                body = {"model": model, "messages": row["messages"], "max_tokens": p.config.max_tokens,
+                    return None
+                body = {"model": model, "messages": prompt.messages, "max_tokens": p.config.max_tokens,
                         "temperature": 0.0, "return_token_ids": True}
                 r = _post(client, base_url, "/v1/chat/completions", body)
                 if r.status_code != 200:
@@ -192,23 +197,22 @@ class Responses:
                 if prompt_ids is None or completion_ids is None:
                     raise TrainError("the vLLM server returned no token ids (it needs `return_token_ids`, "
                                      "vLLM >= 0.10.2)")
-                return {"id": row["id"],
-                        "messages": row["messages"] + [{"role": "assistant",
-                                                        "content": choice["message"]["content"] or ""}],
-                        "input_ids": prompt_ids + completion_ids,
-                        "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
+                answer = {"role": "assistant", "content": choice["message"]["content"] or ""}
+                return Response(id=prompt.id, messages=prompt.messages + [answer],
+                                input_ids=prompt_ids + completion_ids,
+                                loss_mask=[0] * len(prompt_ids) + [1] * len(completion_ids))
 
-            pending = {pool.submit(one, row) for row in todo}
+            pending = {pool.submit(one, prompt) for prompt in todo}
             try:
                 while pending:
                     finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         out = fut.result()
-                        if not out:
+                        if out is None:
                             continue
                         # One whole line per response, written here only: a cancel loses at most
                         # the requests in flight.
-                        f.write(json.dumps(out) + "\n")
+                        f.write(json.dumps(asdict(out)) + "\n")
                         f.flush()
                         done += 1
                         p.emit(events.Progress(step="responses", done=done, total=total))

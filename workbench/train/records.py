@@ -1,13 +1,15 @@
-"""Reading what training writes: metric records as events, losses, per-position accuracy, the
-best checkpoint, the loss curve of a folder and the state a folder is in."""
+"""Reading what training writes: the prompts and responses files, metric records as events,
+losses, per-position accuracy, the best checkpoint, the loss curve of a folder and the state a
+folder is in."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 from workbench import events, paths
 from workbench.train.config import MANIFEST, STEPS, TrainError
@@ -76,8 +78,61 @@ def _cut_to_last_line(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    paths.write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+# -- the data files, one JSON object a line in the layout speculators reads ----------------------------
+# A chat message as OpenAI's API takes it ({"role": ..., "content": ...}): sent to vLLM and handed
+# to speculators as it is, so it stays that API's mapping.
+Message = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """A line of prompts.jsonl: its id (p0, p1, ...) and the chat to answer (one user turn)."""
+    id: str
+    messages: list[Message]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Response:
+    """A line of responses.jsonl, as `speculators regenerate-responses` writes it: the prompt's
+    chat with the target's answer appended, and the token ids vLLM used, the prompt's masked 0
+    and the generated ones 1 in `loss_mask`."""
+    id: str
+    messages: list[Message]
+    input_ids: list[int]
+    loss_mask: list[int]
+
+
+def _field(line: Mapping[str, Any], name: str, kind: type, path: Path) -> Any:
+    value = line.get(name)
+    if not isinstance(value, kind):
+        raise TrainError(f"{path} has a line without a valid {name!r}: not a file this step wrote")
+    return value
+
+
+def prompt_of(line: Mapping[str, Any], path: Path) -> Prompt:
+    """A line of a prompts file read as a Prompt; TrainError names the file when it is not one."""
+    return Prompt(id=_field(line, "id", str, path), messages=_field(line, "messages", list, path))
+
+
+def response_of(line: Mapping[str, Any], path: Path) -> Response:
+    """A line of a responses file read as a Response; TrainError names the file when it is not one."""
+    return Response(id=_field(line, "id", str, path), messages=_field(line, "messages", list, path),
+                    input_ids=_field(line, "input_ids", list, path), loss_mask=_field(line, "loss_mask", list, path))
+
+
+def read_prompts(path: Path) -> list[Prompt]:
+    # Written whole (atomically): every line is complete.
+    return [prompt_of(json.loads(line), path) for line in path.read_text().splitlines() if line]
+
+
+def read_responses(path: Path) -> list[Response]:
+    """The responses in a file appended one line at a time (none when it does not exist); a line
+    cut by a crash is skipped."""
+    return [response_of(line, path) for line in events.read_objects(path)]
+
+
+def _write_jsonl(path: Path, lines: Iterable[Prompt | Response]) -> None:
+    paths.write_atomic(path, "".join(json.dumps(asdict(line)) + "\n" for line in lines))
 
 
 # -- reading a training folder (for the Train page and reports) ------------------------------------

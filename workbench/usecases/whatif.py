@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,20 @@ def drafts_for(target_ref: str) -> list[tuple[str, str | None]]:
     return [(p.method, f"{SHAPE_PREFIX}{p.draft}" if p.draft else None) for p in shapes.pairs() if p.target in targets]
 
 
-def target_shapes() -> list[dict]:
-    """The shipped target shapes as rows: name, the repo each mirrors, its drafting methods, its notes."""
-    return [{"name": s.name, "repo": s.repo, "tooltip": s.notes,
-             "drafts": ", ".join(p.method for p in shapes.pairs() if p.target == s.name)}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetShape:
+    """A shipped target shape as the Models page lists it: its name, the Hub repo it mirrors, the
+    drafting methods shipped for it, and its notes."""
+    name: str
+    repo: str
+    drafts: tuple[str, ...]
+    notes: str
+
+
+def target_shapes() -> list[TargetShape]:
+    """The shipped target shapes, in the order they are shipped."""
+    return [TargetShape(name=s.name, repo=s.repo, notes=s.notes,
+                        drafts=tuple(p.method for p in shapes.pairs() if p.target == s.name))
             for s in shapes.ALL if s.role == "target"]
 
 
