@@ -103,7 +103,7 @@ def test_show_prints_each_runs_hit_rate_and_the_comparisons_warning(demo_db):
     assert dict(run_summary(db, store.run(db, 10)))["prefix cache hit rate"] == \
         "55.0 % (550 of 1000 prompt tokens found cached)"
     assert dict(run_summary(db, store.run(db, 1)))["prefix cache hit rate"] == "not recorded"
-    cells = {r["run"]: r["cache_hit"] for r in run_table(db, 1)}
+    cells = {r.run: r.cache_hit for r in run_table(db, 1)}
     assert (cells[2], cells[10], cells[1]) == ("90", "55", "")
     db.conn.close()
     done = subprocess.run([sys.executable, "-m", "workbench.cli", "show", "--db", str(demo_db)],

@@ -133,7 +133,7 @@ def test_steady_state_is_stored_beside_the_whole_window_and_shown(demo_db):
     assert dict(run_summary(db, store.run(db, 4)))["steady state"] == ("none: in-flight requests never held ≥ 90% "
                                                                       "of concurrency 4")
     assert dict(run_summary(db, store.run(db, 1)))["steady state"] == "not recorded"
-    cells = {r["run"]: r["steady"] for r in run_table(db, 1)}
+    cells = {r.run: r.steady for r in run_table(db, 1)}
     assert (cells[2], cells[4], cells[1]) == ("52.2/6s", "-", "")
     # The whole window stays what `vllm bench serve`'s format carries.
     assert store.run(db, 2).output_tok_s == pytest.approx(47.0, abs=0.05)

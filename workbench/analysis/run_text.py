@@ -5,6 +5,7 @@ matching baseline configuration's mean, or over a pinned baseline run (workbench
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from workbench import store
 from workbench.host import provenance
@@ -24,7 +25,32 @@ def _speedup(r: store.RunRecord, baselines: dict[tuple, compare.Config], pinned:
     return compare.run_speedup(r, baselines)
 
 
-def run_table(db: store.Database, experiment_id: int, pinned: tuple[store.RunRecord, str | None] | None = None) -> list[dict]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunLine:
+    """One run as `draftbench show` prints it: every figure already formatted (an empty cell where
+    the run has none), its field names the keys of `show --json`."""
+    run: int
+    method: str | None
+    n: str
+    workload: str | None
+    concurrency: str
+    status: str
+    mal: str
+    acceptance_rate: str
+    output_tok_s: str
+    speedup: str
+    per_position: str
+    joules_per_token: str
+    gpu_util_mean: str
+    what_if: str
+    steady: str
+    cache_hit: str
+    alarms: str
+    lossless: str
+
+
+def run_table(db: store.Database, experiment_id: int,
+              pinned: tuple[store.RunRecord, str | None] | None = None) -> list[RunLine]:
     """Every run of the experiment in plan order, its figures formatted for printing; `pinned`, the
     pinned baseline run and its experiment's name (pinned_baseline.read), takes the speedups."""
     rows = store.runs_in_plan_order(db, experiment_id)
@@ -34,19 +60,19 @@ def run_table(db: store.Database, experiment_id: int, pinned: tuple[store.RunRec
     table = []
     for r in rows:
         pp = r.per_position
-        table.append({
-            "run": r.id, "method": r.method, "n": "" if r.n is None else str(r.n),
-            "workload": r.workload, "concurrency": str(r.concurrency), "status": str(r.status),
-            "mal": _f(r.mal, ".2f"), "acceptance_rate": _f(r.acceptance_rate, ".3f"),
-            "output_tok_s": _f(r.output_tok_s, ".1f"), "speedup": _f(_speedup(r, baselines, pin), ".2f"),
-            "per_position": " ".join(f"{p:.3f}" for p in pp) if pp else "",
-            "joules_per_token": _f(r.joules_per_token, ".3f"),
-            "gpu_util_mean": _f(r.gpu_util_mean, ".0f"),
-            "what_if": compare.marker(r),
-            "steady": _steady_cell(r), "cache_hit": _f(_pct(r.prefix_cache_hit_rate), ".0f"),
-            "alarms": alarm_kinds(db, r),
-            "lossless": _lossless_cell(r),
-        })
+        table.append(RunLine(
+            run=r.id, method=r.method, n="" if r.n is None else str(r.n),
+            workload=r.workload, concurrency=str(r.concurrency), status=str(r.status),
+            mal=_f(r.mal, ".2f"), acceptance_rate=_f(r.acceptance_rate, ".3f"),
+            output_tok_s=_f(r.output_tok_s, ".1f"), speedup=_f(_speedup(r, baselines, pin), ".2f"),
+            per_position=" ".join(f"{p:.3f}" for p in pp) if pp else "",
+            joules_per_token=_f(r.joules_per_token, ".3f"),
+            gpu_util_mean=_f(r.gpu_util_mean, ".0f"),
+            what_if=compare.marker(r),
+            steady=_steady_cell(r), cache_hit=_f(_pct(r.prefix_cache_hit_rate), ".0f"),
+            alarms=alarm_kinds(db, r),
+            lossless=_lossless_cell(r),
+        ))
     return table
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING
 
@@ -90,20 +91,20 @@ def show(args) -> int:
         raise CliError("the database holds no experiments yet")
     rows = analysis.run_table(db, exp, pinned)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
         return 0
     header = ["method", "N", "workload", "conc", "status", "MAL", "accept", "tok/s", "speedup", "per-position"]
     keys = ["method", "n", "workload", "concurrency", "status", "mal", "acceptance_rate", "output_tok_s",
             "speedup", "per_position"]
-    if any(r["joules_per_token"] for r in rows):  # only where GPU power was measured
+    if any(r.joules_per_token for r in rows):  # only where GPU power was measured
         header[-1:-1], keys[-1:-1] = ["J/tok", "GPU %"], ["joules_per_token", "gpu_util_mean"]
     # Each only where some run has one, so a database that recorded none keeps its width.
     for head, key in (("steady tok/s", "steady"), ("cache %", "cache_hit"), ("alarms", "alarms"),
                       ("answers", "lossless")):
-        if any(r[key] for r in rows):
+        if any(getattr(r, key) for r in rows):
             header.insert(-1, head)
             keys.insert(-1, key)
-    if any(r["what_if"] for r in rows):  # only where some run's acceptance was imposed
+    if any(r.what_if for r in rows):  # only where some run's acceptance was imposed
         header.append("what-if")
         keys.append("what_if")
     # With what only the requests hold (TPOT percentiles, the per-request MAL).
@@ -112,7 +113,7 @@ def show(args) -> int:
     pin = pinned_baseline.apply(cs, *pinned) if pinned is not None else None
     if pin is not None:  # said first: every speedup below is against it
         print(pin.sentence + (f" {pin.missing}" if pin.missing else "") + "\n")
-    print(table(header, [[r[k] for k in keys] for r in rows]))
+    print(table(header, [[getattr(r, k) for k in keys] for r in rows]))
     configurations = compare.config_table(cs)
     if configurations:
         print(f"\n{SPEEDUP_TITLE}")
