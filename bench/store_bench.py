@@ -101,7 +101,7 @@ def open_pages(path: Path, count: int) -> list[list[str]]:
     history.load(path)
     app.processEvents()
     refresh_s = time.perf_counter() - t0
-    rows = list(history.model._rows)
+    rows = [h.run for h in history.model._rows]
     t0 = time.perf_counter()
     compare.set_runs(rows, path)
     app.processEvents()

@@ -66,7 +66,7 @@ def compare_at_both_sizes(app: QApplication, w, stem: str = "screenshot-compare"
         w.grab().save(str(ROOT / "docs" / f"{stem}-{width}.png"))
 
 
-def report_shot(rows: list[dict], db: Path, title: str) -> None:
+def report_shot(rows: list, db: Path, title: str) -> None:
     """The HTML report as headless Chromium draws it, 1280 px wide."""
     from app.exports import write_report
     from workbench.usecases import compare_view
@@ -138,12 +138,12 @@ def history_diff_shot(app: QApplication, db: Path) -> None:
     w.tabs.setCurrentWidget(w.history)
     history = w.history
     wait(app, lambda: w.opening is None and history.model.rowCount() > 0 and not history.reading, 60)
-    rows = history.model._rows
-    latest = max(r["experiment_id"] for r in rows)
-    base = next(r for r in rows if r["experiment_id"] == latest and r["method"] == "baseline")
-    spec = next(r for r in rows if r["experiment_id"] == latest and r["method"] != "baseline"
-                and r["concurrency"] == base["concurrency"] and r["workload"] == base["workload"])
-    history.select_runs([base["id"], spec["id"]])
+    rows = [h.run for h in history.model._rows]
+    latest = max(r.experiment_id for r in rows)
+    base = next(r for r in rows if r.experiment_id == latest and r.method == "baseline")
+    spec = next(r for r in rows if r.experiment_id == latest and r.method != "baseline"
+                and r.concurrency == base.concurrency and r.workload == base.workload)
+    history.select_runs([base.id, spec.id])
     diff = history.diff_selected()
     diff.only.setChecked(True)
     diff.resize(860, 560)
