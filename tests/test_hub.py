@@ -95,9 +95,17 @@ def test_resume_after_the_downloading_process_is_killed(stand_in):
     deadline = time.monotonic() + 120
     partial = None
     while time.monotonic() < deadline and proc.poll() is None:
-        found = [p for p in blobs.glob("*.incomplete")] if blobs.exists() else []
-        if found and found[0].stat().st_size >= 10 * 1024 * 1024:
-            partial = found[0]
+        # Every partial file, by size: a small file's partial is renamed as soon as it completes,
+        # so one seen by the glob may be gone by the time it is measured.
+        for p in blobs.glob("*.incomplete") if blobs.exists() else []:
+            try:
+                big = p.stat().st_size >= 10 * 1024 * 1024
+            except FileNotFoundError:
+                continue
+            if big:
+                partial = p
+                break
+        if partial is not None:
             break
         time.sleep(0.05)
     assert partial is not None, f"no partial download appeared: {proc.communicate()[1] if proc.poll() is not None else ''}"
