@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
         box.exec()
         return {stop: "stop", keep: "keep"}.get(box.clickedButton(), "cancel")
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         if self.sweep is not None and self.sweep.alive:
             answer = self.ask_close()
             if answer == "cancel":

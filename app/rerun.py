@@ -68,7 +68,7 @@ class FinishedDialog(QDialog):
         layout.addLayout(row)
         layout.addWidget(buttons)
 
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
         # Enter in the spin box means the button beside it, not the default Run again: a count just
         # typed must not start a whole new experiment instead.
         if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.count.hasFocus():

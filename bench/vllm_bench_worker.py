@@ -140,7 +140,7 @@ def main() -> int:
         try:
             bench_main(parser.parse_args(job["args"]))
             status = {"ok": True}
-        except BaseException as exc:  # report and carry on: the parent decides
+        except BaseException as exc:  # noqa: BLE001 - report and carry on: the parent decides
             traceback.print_exc()
             status = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
         cpu1, children1 = _cpu()

@@ -107,7 +107,7 @@ def test_what_is_not_a_message_raises_one_error_saying_why(data, said):
 
 
 def test_an_unknown_kind_is_its_own_error_and_encode_refuses_what_is_not_a_message():
-    with pytest.raises(messages.UnknownKind):
+    with pytest.raises(messages.UnknownKindError):
         messages.decode({"note": "energy"}, Note)
     with pytest.raises(TypeError):
         messages.encode({"note": "power"})

@@ -136,7 +136,7 @@ def test_messages_cross_a_process_boundary_as_plain_data():
                 {"op": "run_completed", "run_id": 1, "summary": {"output_tok_s": 10.0}}):
         with pytest.raises(ValueError):
             outbox.decode(bad)
-    with pytest.raises(messages.UnknownKind, match="unknown op 'drop_table'"):
+    with pytest.raises(messages.UnknownKindError, match="unknown op 'drop_table'"):
         outbox.decode({"op": "drop_table", "run_id": 1})
 
 

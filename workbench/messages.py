@@ -15,7 +15,7 @@ is written as an object of its fields by the same rules, without a tag.
 
 `decode` checks what arrives against the fields' annotations (a float field takes an integer; a
 record or message inside is decoded in turn), ignores keys it does not know (a newer version's),
-and raises MessageError, one line naming the kind and the key, for anything else: UnknownKind for a
+and raises MessageError, one line naming the kind and the key, for anything else: UnknownKindError for a
 kind the family does not have. Each reader decides what that costs it: the events keep such a line
 whole as `events.Other`, the stream skips it, the outbox ends the worker that sent it.
 """
@@ -47,7 +47,7 @@ class MessageError(DraftbenchError, ValueError):
     """Plain data that is not the message or record asked for; says which kind and which key."""
 
 
-class UnknownKind(MessageError):
+class UnknownKindError(MessageError):
     """A kind its family does not have: one of another version's, or not a message at all."""
 
 
@@ -157,7 +157,7 @@ def decode(obj: Any, cls: type[T]) -> T:
     member = cls.KINDS.get(kind) if isinstance(kind, str) else None
     if member is None or not issubclass(member, cls):
         known = ", ".join(sorted(k for k, c in cls.KINDS.items() if issubclass(c, cls)))
-        raise UnknownKind(f"unknown {cls.TAG} {kind!r} (known: {known})")
+        raise UnknownKindError(f"unknown {cls.TAG} {kind!r} (known: {known})")
     return member(**_read(member, obj, str(kind), cls.TAG))
 
 

@@ -118,7 +118,7 @@ def _job(number: int, dispatcher: "_Dispatcher") -> None:
             outcome = (True, call.fn())
         else:
             outcome = (True, call.fn(lambda *args: dispatcher.progressed.emit(number, args)))
-    except Exception as exc:  # handed to the GUI thread, which says it in one line
+    except Exception as exc:  # noqa: BLE001 - handed to the GUI thread, which says it in one line
         outcome = (False, exc)
     call.outcome = outcome
     done = call.done

@@ -56,5 +56,5 @@ class AnswerModel(RowsModel):
             return row.target if key == "target_short" else row.command
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         return column_header(COLUMNS, section, orientation, role)

@@ -125,10 +125,10 @@ class RowsModel(QAbstractTableModel):
         self._rows = rows
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
         return 0 if parent.isValid() else len(self.columns)
 
     def row(self, i: int) -> Any:
@@ -144,5 +144,5 @@ class RunsModel(RowsModel):
             return None
         return cell(self._rows[index.row()], COLUMNS[index.column()][0], role)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         return column_header(COLUMNS, section, orientation, role)

@@ -51,7 +51,7 @@ class SpeedupModel(RowsModel):
                 return f"what-if, acceptance imposed: {row.imposed_source} (dummy weights, not measured)"
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         if orientation != Qt.Horizontal or not 0 <= section < len(ALL_COLUMNS):
             return None
         key, label, _ = ALL_COLUMNS[section]

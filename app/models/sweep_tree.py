@@ -68,14 +68,14 @@ class SweepTree(QAbstractItemModel):
             return QModelIndex()
         return self.createIndex(index.internalId() - 1, 0, 0)
 
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
         if not parent.isValid():
             return len(self.experiments)
         if parent.internalId() or parent.column() != 0:
             return 0
         return len(self.children[parent.row()])
 
-    def columnCount(self, parent=QModelIndex()) -> int:
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
         return len(COLUMNS)
 
     def data(self, index, role=Qt.DisplayRole):
@@ -121,5 +121,5 @@ class SweepTree(QAbstractItemModel):
             return experiment.id
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         return column_header(COLUMNS, section, orientation, role)

@@ -303,7 +303,7 @@ class ComparePage(QWidget):
     def show_chart(self, name: str) -> None:
         self.chooser.setCurrentIndex(self.chooser.findData(name))
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         for plot in self.plots.values():
             chartlib.fit_legend(plot, max(self.stack.height(), 200))

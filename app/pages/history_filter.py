@@ -38,7 +38,7 @@ class RunsFilter(QSortFilterProxyModel):
         self.words = text.lower().split()
         self.endFilterChange()
 
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:
+    def filterAcceptsRow(self, source_row, source_parent) -> bool:  # noqa: N802 - Qt's name
         model = self.sourceModel()
         row = model.run_row(model.index(source_row, 0, source_parent))
         if row is None:

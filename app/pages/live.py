@@ -181,7 +181,7 @@ class LivePage(QWidget):
         if self.pace.measuring:
             self.draw_some(every=True)
 
-    def showEvent(self, event) -> None:
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         if self.feed is not None:
             self.poll()

@@ -83,7 +83,7 @@ class SideLegend(pg.LegendItem):
     def __init__(self):
         super().__init__(offset=None, verSpacing=-4, labelTextSize="9pt")
 
-    def updateSize(self):
+    def updateSize(self):  # noqa: N802 - Qt's name
         width = height = 0.0
         for row in range(self.layout.rowCount()):
             row_height, row_width = 0.0, 0.0

@@ -44,7 +44,7 @@ class Grid(pg.GraphicsObject):
         self.prepareGeometryChange()
         self.update()
 
-    def boundingRect(self) -> QRectF:
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
         return self.vb.viewRect()
 
     def _lines(self, side: str, lo: float, hi: float, pixels: float, rect: QRectF) -> list[list[QLineF]]:

@@ -40,7 +40,7 @@ class TableModel(RowsModel):
         self._rows[i] = row
         self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         if orientation == Qt.Horizontal and role == Qt.DisplayRole and 0 <= section < len(self.columns):
             return self.columns[section][1]
         return None

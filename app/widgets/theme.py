@@ -44,7 +44,7 @@ def integer_ticks(plot: pg.PlotWidget) -> None:
     axis = plot.getAxis("bottom")
     original = axis.tickValues
 
-    def whole(minVal, maxVal, size):
+    def whole(minVal, maxVal, size):  # noqa: N803 - pyqtgraph's names
         return [(max(1.0, spacing), [v for v in values if float(v).is_integer()])
                 for spacing, values in original(minVal, maxVal, size)]
 

@@ -52,7 +52,7 @@ class WhatIfModel(RowsModel):
             return report.WHAT_IF_TIPS.get(key) or f"acceptance imposed: {row.imposed_source}"
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
         if orientation != Qt.Horizontal or not 0 <= section < len(report.WHAT_IF_COLUMNS):
             return None
         key, label, _ = report.WHAT_IF_COLUMNS[section]
@@ -116,7 +116,7 @@ class WhatIfPanel(QGroupBox):
         self.setVisible(bool(rows))
         return bool(rows)
 
-    def eventFilter(self, obj, event) -> bool:
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
         # The plot's own resize, not the panel's: the splitters inside resize it after the panel's
         # resizeEvent, so a legend fitted there would use the plot's old height and could end up
         # wider than the plot, pushed out of view.

@@ -56,7 +56,7 @@ def _wheel_safe(base):
             super().__init__(*args, **kwargs)
             self.setFocusPolicy(Qt.StrongFocus)
 
-        def wheelEvent(self, event):
+        def wheelEvent(self, event):  # noqa: N802 - Qt's name
             if self.hasFocus():
                 super().wheelEvent(event)
             else:

@@ -17,7 +17,7 @@ GUARDED = (QAbstractSpinBox, QComboBox)
 
 
 class WheelGuard(QObject):
-    def eventFilter(self, obj, event) -> bool:
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
         kind = event.type()
         if kind == QEvent.Polish and isinstance(obj, GUARDED):
             obj.setFocusPolicy(Qt.StrongFocus)

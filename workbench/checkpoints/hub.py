@@ -45,11 +45,11 @@ class GatedError(HubError):
         self.url = url
 
 
-class Unreachable(HubError):
+class Unreachable(HubError):  # noqa: N818 - a state the caller branches on: only the cache serves
     """The Hub is not asked (offline mode) or does not answer: only the cache and local folders serve."""
 
 
-class Cancelled(HubError):
+class Cancelled(HubError):  # noqa: N818 - a signal, not an error
     """The download was cancelled; what was fetched so far stays in the cache and is resumed next time."""
 
 

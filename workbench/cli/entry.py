@@ -96,5 +96,5 @@ def main(argv: list[str] | None = None, gui: Callable[[str | None, bool, bool], 
                 raise CliError("this entry point has no desktop app; use a headless command (see --help)")
             return gui(getattr(args, "db", None), getattr(args, "smoke_test", False), args.debug)
         return args.handler(args)
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure said in one line
         return failure.report(exc, sys.argv[1:] if argv is None else argv, args.debug)

@@ -51,7 +51,7 @@ def read_parquet(path: Path) -> list[dict]:
         raise WorkloadError("reading parquet needs pyarrow: pip install pyarrow") from None
     try:
         return pq.read_table(path).to_pylist()
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated types for a bad file
         raise WorkloadError(f"{path.name} is not a readable parquet file ({type(exc).__name__})") from None
 
 

@@ -200,7 +200,7 @@ def window_warnings(client_cpu_s: float, app_cpu_s: float | None, wall_s: float)
     return out
 
 
-class RunFailed(DraftbenchError):
+class RunFailed(DraftbenchError):  # noqa: N818 - a signal, not an error
     pass
 
 

@@ -19,7 +19,7 @@ class TrainError(DraftbenchError):
     """A one-line reason the training pipeline cannot go on."""
 
 
-class Cancelled(DraftbenchError):
+class Cancelled(DraftbenchError):  # noqa: N818 - a signal, not an error
     """The run was asked to stop; finished steps stay recorded."""
 
 

@@ -102,7 +102,7 @@ class Prompts:
         try:
             tok = AutoTokenizer.from_pretrained(p.target)
             text = tok.apply_chat_template([{"role": "user", "content": marker}], tokenize=False)
-        except Exception as exc:  # no tokenizer or no chat template: nothing to sample from
+        except Exception as exc:  # noqa: BLE001 - no tokenizer or no chat template: nothing to sample from
             raise TrainError(f"self-written prompts need the target's chat template: {exc}") from None
         prefix, _, suffix = text.partition(marker)
         stop = suffix.strip().split("\n")[0] or (tok.eos_token or "")

@@ -49,7 +49,7 @@ def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
         with safe_open(str(path), "pt") as f:
             ids = f.get_tensor("token_ids")
             shape = f.get_slice("hidden_states").get_shape()
-    except Exception:  # a damaged or foreign file is regenerated
+    except Exception:  # noqa: BLE001 - a damaged or foreign file is regenerated
         return False
     return ids.shape == token_ids.shape and bool((ids == token_ids).all()) and shape[1] == n_layers
 

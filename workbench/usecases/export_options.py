@@ -19,7 +19,7 @@ class ExportError(DraftbenchError):
     """A selection or option that cannot be exported, in one line."""
 
 
-class NoExperiments(ExportError):
+class NoExperiments(ExportError):  # noqa: N818 - a signal, not an error
     """A results file with nothing in it yet: an error for `export`, a normal start for the app."""
 
 
