@@ -36,6 +36,15 @@ sys.path.insert(0, str(ROOT))
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 
+def copy_db(db: Path, to: Path) -> None:
+    """A consistent copy through the store (SQLite's online backup): a file copy leaves out what a
+    writer's log still holds, such as a sweep that just finished."""
+    from workbench import store
+
+    with open(to, "wb") as out:
+        store.backup(db, out)
+
+
 def wait(app: QApplication, predicate, timeout: float) -> None:
     end = time.time() + timeout
     while time.time() < end:
@@ -89,7 +98,7 @@ def compare_shots(app: QApplication, db: Path, stem: str = "screenshot-compare")
     # A copy: opening a database migrates it to this version's schema, and docs/ keeps them as recorded.
     # Opened by its bare name from the copy's folder, so the status bar names the file, not a folder.
     folder = Path(tempfile.mkdtemp())
-    shutil.copy(db, folder / db.name)
+    copy_db(db, folder / db.name)
     os.chdir(folder)
     db = Path(db.name)
     w = MainWindow(db)
@@ -131,7 +140,7 @@ def history_diff_shot(app: QApplication, db: Path) -> None:
     from PySide6.QtGui import QPainter
 
     copy = Path(tempfile.mkdtemp()) / db.name  # the app migrates what it opens: the recorded file stays as it is
-    shutil.copy(db, copy)
+    copy_db(db, copy)
     w = MainWindow(copy)
     w.resize(1280, 800)
     w.show()
