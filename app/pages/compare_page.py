@@ -18,8 +18,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
-    QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QTableView, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView, QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
+    QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from app.exports import WHAT_IF_TABLE, write_report
@@ -29,6 +29,7 @@ from app.models.speedup_model import ALL_COLUMNS, SpeedupModel  # noqa: F401 - A
 from app.pages import history_views
 from app.widgets import chart_export, charts as chartlib
 from app.widgets.baseline_note import BaselineNote
+from app.widgets.compare_parts import ChartPane, ExportBar
 from app.widgets.provenance_note import ProvenanceNote
 from app.widgets.what_if_panel import WhatIfPanel
 from workbench import report, store
@@ -106,58 +107,29 @@ class ComparePage(QWidget):
         serve.addWidget(self.copy_button, 0, Qt.AlignTop)
         serve.addWidget(self.command, 1)
 
-        self.plots = {name: chartlib.new_plot(name) for name in CHART_NAMES}
-        self.stack = QStackedWidget()
-        for name in CHART_NAMES:
-            self.stack.addWidget(self.plots[name])
-        self.chooser = QComboBox()
-        self.chooser.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.chooser.setToolTip("The chart shown; charts without data are not offered (the line beside says why)")
+        self.charts = ChartPane()
+        # The pane's parts under the names the page's methods (and its tests) read them by.
+        self.plots, self.stack, self.chooser = self.charts.plots, self.charts.stack, self.charts.chooser
+        self.missing = self.charts.missing
         self.chooser.currentIndexChanged.connect(self._show_chart)
-        self.missing = QLabel("")
-        self.missing.setWordWrap(True)
-        self.missing.setStyleSheet("color: palette(placeholder-text)")
-        chart_bar = QHBoxLayout()
-        chart_bar.addWidget(QLabel("Chart"))
-        chart_bar.addWidget(self.chooser)
-        chart_bar.addWidget(self.missing, 1)
-        chart_page = QWidget()
-        chart_box = QVBoxLayout(chart_page)
-        chart_box.setContentsMargins(0, 4, 0, 0)
-        chart_box.addLayout(chart_bar)
-        chart_box.addWidget(self.stack, 1)
 
         self.table_model = SpeedupModel(self)
         self.table = _table(self.table_model)
         self.table.setToolTip("Best N per target, method, workload and concurrency, with every figure "
                               "(what `draftbench show` prints)")
         self.below = QTabWidget()
-        self.below.addTab(chart_page, "Charts")
+        self.below.addTab(self.charts, "Charts")
         self.below.addTab(self.table, "All figures")
 
-        self.width_box = QSpinBox(minimum=16, maximum=20000, value=1200, suffix=" px")
-        self.height_box = QSpinBox(minimum=16, maximum=20000, value=800, suffix=" px")
-        self.dpi_box = QSpinBox(minimum=30, maximum=2400, value=150, suffix=" dpi")
-        export_button = QPushButton("Export charts and data…")
-        export_button.setToolTip("Every chart with data as PNG (this size and DPI), SVG and PDF, with a caption of "
-                                 "the run conditions, and its data as CSV and JSON (Ctrl+E)")
-        export_button.setShortcut("Ctrl+E")
-        export_button.clicked.connect(self.export_dialog)
-        report_button = QPushButton("HTML report…")
-        report_button.setToolTip("A self-contained report: the answer, charts, runs, exact vLLM commands and versions")
-        report_button.clicked.connect(self.report_dialog)
+        self.exports = ExportBar()
+        self.width_box, self.height_box, self.dpi_box = (self.exports.width_box, self.exports.height_box,
+                                                         self.exports.dpi_box)
+        self.exports.export_button.clicked.connect(self.export_dialog)
+        self.exports.report_button.clicked.connect(self.report_dialog)
         bar = QHBoxLayout()
         bar.addWidget(self.title, 1)
         bar.addWidget(self.partial_box)
         bar.addWidget(self.what_if_box)
-        exports = QHBoxLayout()
-        exports.addStretch(1)
-        for label, w in (("PNG width", self.width_box), ("height", self.height_box), ("", self.dpi_box)):
-            if label:
-                exports.addWidget(QLabel(label))
-            exports.addWidget(w)
-        exports.addWidget(export_button)
-        exports.addWidget(report_button)
 
         top = QWidget()
         top_box = QVBoxLayout(top)
@@ -184,7 +156,7 @@ class ComparePage(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.provenance_note)
         layout.addWidget(split, 1)
-        layout.addLayout(exports)
+        layout.addWidget(self.exports)
 
     # --- what is shown ----------------------------------------------------------------------
     @property
