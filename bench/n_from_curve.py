@@ -13,6 +13,7 @@ no speculation). Cells are marked `measured curve` at the largest N (the model's
 `truncated curve` below it.
 
 usage: python bench/n_from_curve.py docs/gpu/real-drafter/real-vs-what-if-h200.json
+       python bench/n_from_curve.py ROWS.json --curve-from docs/gpu/real-drafter/real-vs-what-if-h200.json
        python bench/n_from_curve.py --smoke     (the H200 rows kept in docs/gpu/real-drafter)
 """
 
@@ -24,11 +25,14 @@ import sys
 from pathlib import Path
 
 
-def predict(rows: list[dict]) -> list[dict]:
+def predict(rows: list[dict], curve_rows: list[dict] | None = None) -> list[dict]:
+    """curve_rows: where the N_max run is, when it ran on another GPU than `rows` (the seeded pair
+    accepts the same tokens on any GPU: the curve is the pair's, the step rates are the GPU's)."""
     spec = [r for r in rows if r.get("n")]
     base = {r["concurrency"]: r["real_tok_s"] for r in rows if not r.get("n")}
-    n_max = max(r["n"] for r in spec)
-    curve = next(r["imposed"] for r in spec if r["n"] == n_max)  # the N_max run's measured curve
+    source = [r for r in (curve_rows or rows) if r.get("n")]
+    n_max = max(r["n"] for r in source)
+    curve = next(r["imposed"] for r in source if r["n"] == n_max)  # the N_max run's measured curve
     out = []
     for r in sorted(spec, key=lambda r: (r["concurrency"], r["n"])):
         steps = r["what_if_tok_s"] / statistics.median(r["what_if_mal"])
@@ -58,9 +62,14 @@ KEPT = ROOT / "docs" / "gpu" / "real-drafter" / "real-vs-what-if-h200.json"
 
 
 def main() -> int:
-    files = [a for a in sys.argv[1:] if a != "--smoke"] or [str(KEPT)]
-    rows = [r for f in files for r in json.loads(Path(f).read_text())]
-    cells = predict(rows)
+    argv = [a for a in sys.argv[1:] if a != "--smoke"]
+    curve_rows = None
+    if "--curve-from" in argv:  # the N_max curve from another GPU's rows: --curve-from FILE
+        i = argv.index("--curve-from")
+        curve_rows = json.loads(Path(argv[i + 1]).read_text())
+        del argv[i:i + 2]
+    rows = [r for f in (argv or [str(KEPT)]) for r in json.loads(Path(f).read_text())]
+    cells = predict(rows, curve_rows)
     print("| N | c | curve | MAL predicted | MAL measured | tok/s predicted | tok/s measured | error | "
           "speedup predicted | speedup measured |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
