@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 class BaselineNote(QWidget):
     run_again = Signal(int)  # the experiment whose baseline to run again
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.experiment: int | None = None
         self.label = QLabel("")

@@ -20,7 +20,7 @@ class ChartPane(QWidget):
         for name in CHART_NAMES:
             self.stack.addWidget(self.plots[name])
         self.chooser = QComboBox()
-        self.chooser.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.chooser.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.chooser.setToolTip("The chart shown; charts without data are not offered (the line beside says why)")
         self.missing = QLabel("")
         self.missing.setWordWrap(True)

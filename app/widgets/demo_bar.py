@@ -17,7 +17,7 @@ FULL = paths.resources_dir() / "plans" / "demo.toml"
 class DemoBar(QWidget):
     chosen = Signal(object)  # the plan file's Path
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.quick = quick = QPushButton("Quick demo")
         quick.clicked.connect(lambda: self.chosen.emit(QUICK))

@@ -8,7 +8,7 @@ import html
 from typing import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWidget
 
 from app.jobs import worker
 from workbench import plan
@@ -23,7 +23,7 @@ Check = Callable[[], list[Finding]]
 class FindingsPanel(QLabel):
     updated = Signal()  # the findings shown changed (an answer came in)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
         self.findings: list[Finding] = []

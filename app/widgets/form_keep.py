@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 from workbench import plan
 from workbench.plan.profiles import Profile
@@ -23,7 +24,7 @@ Path_ = tuple[str, ...]
 ABSENT = None  # a field whose value is None writes no key
 
 
-def set_path(doc: dict, path: Path_, value) -> None:
+def set_path(doc: dict[str, Any], path: Path_, value: object) -> None:
     """Writes `value` at `path` (creating tables on the way); None removes the key."""
     table = doc
     for key in path[:-1]:
@@ -58,7 +59,8 @@ def method_entry(source: dict | None, shown: dict | None, now: dict) -> dict:
     return entry
 
 
-def profile_value(source, resolved: Profile, shown: dict, now: dict, controlled: frozenset[str]):
+def profile_value(source: object, resolved: Profile, shown: dict[str, Any], now: dict[str, Any],
+                  controlled: frozenset[str]) -> object:
     """The document's `profile`: as loaded (a table, or the name of a saved profile) while the form's
     settings are those it showed; else the loaded profile's own keys the form has no control for
     (name, docker, hf_cache, env) with the form's settings over them. None: the default profile."""
@@ -84,7 +86,7 @@ def absolute_paths(doc: dict, base: Path) -> dict:
     """The document as the runner reads it from another folder: the target, drafts, prompt files
     and a profile's interpreter, where given relative to the plan's folder, made absolute."""
 
-    def absolute(ref):
+    def absolute(ref: object) -> object:
         if not isinstance(ref, str) or ref.startswith((plan.DEMO_PREFIX, plan.SHAPE_PREFIX)) \
                 or Path(ref).expanduser().is_absolute():
             return ref
@@ -102,6 +104,6 @@ def absolute_paths(doc: dict, base: Path) -> dict:
         workload["names"] = [absolute(n) for n in workload["names"]]
     profile = doc.get("profile")
     python = profile.get("python") if isinstance(profile, dict) else None
-    if isinstance(python, str) and "/" in python and not python.startswith(("/", "~")):
+    if isinstance(profile, dict) and isinstance(python, str) and "/" in python and not python.startswith(("/", "~")):
         profile["python"] = str((base / python).resolve())  # as the loader reads it (profiles.from_table)
     return doc

@@ -8,6 +8,7 @@ import tomllib
 
 import tomli_w
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
 )
@@ -54,7 +55,7 @@ class MethodRow(QWidget):
         self.method = QComboBox()
         for name in METHOD_CHOICES:
             self.method.addItem(methods.METHODS[name].label, name)
-            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
+            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ItemDataRole.ToolTipRole)
         self.method.setCurrentIndex(max(0, self.method.findData(methods.get(entry["method"]).name)))
         self.set_unavailable(unavailable or {})
         self.draft = LongValueEdit(entry.get("draft", ""))
@@ -109,6 +110,7 @@ class MethodRow(QWidget):
         """Methods the vLLM environment cannot run: greyed out in the list, with the reason and the
         command that installs what they need (a plan that names one still shows it, and preflight says why)."""
         items = self.method.model()
+        assert isinstance(items, QStandardItemModel), "a combo box's own model is a QStandardItemModel"
         for i, name in enumerate(METHOD_CHOICES):
             spec = methods.METHODS[name]
             item = items.item(i)
@@ -147,7 +149,7 @@ class MethodsTable(QGroupBox):
     """The rows of drafting methods; `changed` on any edit, addition or removal."""
     changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Drafting methods (a no-speculation baseline is always added)", parent)
         self.rows: list[MethodRow] = []
         self.unavailable: dict[str, str] = {}
@@ -157,7 +159,7 @@ class MethodsTable(QGroupBox):
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("each: method · draft checkpoint, then N values · options"))
         layout.addLayout(self.box)
-        layout.addWidget(self.add_button, alignment=Qt.AlignLeft)
+        layout.addWidget(self.add_button, alignment=Qt.AlignmentFlag.AlignLeft)
 
     def add(self, entry: dict) -> None:
         row = MethodRow(entry, self.unavailable)
@@ -169,8 +171,9 @@ class MethodsTable(QGroupBox):
         # would reach a row only after Run. Its fields go just before Add method, as they read,
         # after the focusable widget before it (Qt orders nothing after a widget without focus).
         before = self.add_button.previousInFocusChain()
-        while before.focusPolicy() == Qt.NoFocus and before is not self.add_button:
+        while before is not None and before.focusPolicy() == Qt.FocusPolicy.NoFocus and before is not self.add_button:
             before = before.previousInFocusChain()
+        assert before is not None, "a window's focus chain is a ring: every widget has one before it"
         for field in row.tab_order():
             QWidget.setTabOrder(before, field)
             before = field

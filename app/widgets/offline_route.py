@@ -20,9 +20,9 @@ class OfflineRoute(QWidget):
     folder_chosen = Signal(object)  # a local folder holding a config.json
     shape_wanted = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.label = QLabel(LINE, textFormat=Qt.PlainText)  # a folder's name is shown as it is
+        self.label = QLabel(LINE, textFormat=Qt.TextFormat.PlainText)  # a folder's name is shown as it is
         self.label.setToolTip("The Hugging Face Hub is not asked in offline mode (HF_HUB_OFFLINE=1) and cannot "
                               "be without a connection: what is on this machine still serves")
         self.folder_button = QPushButton("Open &local model folder…")
@@ -66,7 +66,8 @@ def select_shape(view: QTableView, model: TableModel, repo: str | None) -> str:
     """Selects the shipped shape that mirrors `repo` (the model asked for), else the first; its name."""
     shapes = [model.row(i) for i in range(model.rowCount())]
     i = next((i for i, shape in enumerate(shapes) if repo and shape.repo.lower() == repo.lower()), 0)
-    view.selectionModel().select(model.index(i, 0), QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+    flags = QItemSelectionModel.SelectionFlag
+    view.selectionModel().select(model.index(i, 0), flags.ClearAndSelect | flags.Rows)
     view.scrollTo(model.index(i, 0))
     view.setFocus()
     return shapes[i].name

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QWidget)
 
@@ -26,15 +26,15 @@ class KeyField:
     key: schema.Key
     widget: QWidget
     get: Callable[[], object]  # the document's value now; may raise PlanError on text that makes none
-    put: Callable[[object], None]
-    signal: Any  # the widget's signal of a change (a Qt signal instance)
+    put: Callable[[Any], None]  # shows a value as the plan document holds it (any TOML value)
+    signal: SignalInstance  # the widget's signal of a change
 
     def show(self, doc: dict) -> None:
         table = doc.get(self.key.table, {}) if self.key.table else doc
         self.put(table.get(self.key.name, self.key.default) if isinstance(table, dict) else self.key.default)
 
 
-def field(key: schema.Key, **hints) -> KeyField:
+def field(key: schema.Key, **hints: object) -> KeyField:
     """A field for `key` made from its kind; `hints` are the widget's own settings (a step, a
     bound narrower than the key's where the box cannot show the key's own)."""
     kind = key.kind
@@ -68,7 +68,7 @@ class KeysBox(QGroupBox):
     for every other key of its tables that the schema labels for the form."""
     changed = Signal()
 
-    def __init__(self, title: str, tables: tuple[str, ...], parent=None):
+    def __init__(self, title: str, tables: tuple[str, ...], parent: QWidget | None = None) -> None:
         super().__init__(title, parent)
         self.tables = tables
         self.form = QFormLayout(self)

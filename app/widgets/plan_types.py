@@ -17,12 +17,12 @@ def _tables() -> list[str]:
     return [t for t in schema.TABLES if t not in ("", "methods")]
 
 
-def _check(value, kind: kinds.Kind, where: str) -> None:
+def _check(value: object, kind: kinds.Kind, where: str) -> None:
     if not kind.fits(value):
         raise PlanError(f"{where} must be {kind.says}, not {_shown(value)}")
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     """The value as the plan file writes it: "eight" with TOML's double quotes, not Python's."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -3,10 +3,12 @@ docker image, or a server someone already started), on which GPUs, with which te
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit,
-    QMessageBox, QPushButton, QSpinBox,
+    QMessageBox, QPushButton, QSpinBox, QWidget,
 )
 
 from workbench.plan import profiles
@@ -37,7 +39,7 @@ class ProfileForm(QGroupBox):
                              "rocm_use_aiter", "attention_backend", "image", "base_url"},
                   "attach": {"base_url", "api_key_env", "image"}}
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Launch profile", parent)
         self.host_platform: str | None = None  # as gpus.detect says ('rocm', 'cuda', 'none'); None until it answers
         self.saved = QComboBox()
@@ -70,7 +72,7 @@ class ProfileForm(QGroupBox):
                              "HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES are set, as vLLM requires them equal")
         self.aiter = QCheckBox("VLLM_ROCM_USE_AITER (AMD's AITER kernels)")
         self.aiter.setTristate(True)
-        self.aiter.setCheckState(Qt.PartiallyChecked)
+        self.aiter.setCheckState(Qt.CheckState.PartiallyChecked)
         self.aiter.setToolTip("Partially checked: vLLM's default (off)")
         self.backend = QLineEdit()
         self.backend.setPlaceholderText("vLLM's choice")
@@ -97,10 +99,10 @@ class ProfileForm(QGroupBox):
         self.warning = QLabel(ATTACH_WARNING)
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #E69F00")
-        form = QFormLayout(self)
+        self.form = form = QFormLayout(self)
         form.addRow("Saved", saved_row)
         form.addRow("Runs on", self.kind)
-        self.rows = {}
+        self.rows: dict[str, QWidget] = {}
         for key, label, widget in (("platform", "GPU stack", self.platform), ("python", "vLLM Python", self.python),
                                    ("tp", "Tensor parallel", self.tp), ("draft_tp", "Draft TP", self.draft_tp),
                                    ("gpus", "GPUs", self.gpus), ("aiter", "", self.aiter),
@@ -117,8 +119,8 @@ class ProfileForm(QGroupBox):
         self.platform.currentIndexChanged.connect(self._kind_changed)  # rocm chosen: AITER applies
         for w in (self.python, self.gpus, self.backend, self.image, self.base_url, self.api_key_env, self.ray):
             w.textChanged.connect(self.changed)
-        for w in (self.platform, self.draft_tp, self.parallel):
-            w.currentIndexChanged.connect(self.changed)
+        for combo in (self.platform, self.draft_tp, self.parallel):
+            combo.currentIndexChanged.connect(self.changed)
         self.tp.valueChanged.connect(self.changed)
         self.aiter.stateChanged.connect(self.changed)
         self._kind_changed()
@@ -129,7 +131,7 @@ class ProfileForm(QGroupBox):
                  "docker": {"platform", "tp", "draft_tp", "gpus", "aiter", "backend", "image", "parallel"},
                  "attach": {"base_url", "api_key_env"}}[kind]
         off_here = self._not_for_this_host() & shown
-        form: QFormLayout = self.layout()
+        form = self.form
         for key, widget in self.rows.items():
             form.setRowVisible(widget, key in shown - off_here)
         self.host_note.setText("Not shown on this host: " + "; ".join(HOST_ONLY[k] for k in sorted(off_here)))
@@ -148,10 +150,10 @@ class ProfileForm(QGroupBox):
         saved profile) stays shown, so no setting is ever hidden; before detection answers, all show."""
         if self.host_platform is None:
             return set()
-        off = set()
+        off: set[str] = set()
         rocm = self.platform.currentText() == "rocm" or (self.platform.currentText() == "auto"
                                                          and self.host_platform == "rocm")
-        if not rocm and self.aiter.checkState() == Qt.PartiallyChecked:
+        if not rocm and self.aiter.checkState() == Qt.CheckState.PartiallyChecked:
             off.add("aiter")
         if self.host_platform not in ("rocm", "cuda") and not self.ray.text().strip():
             off.add("ray")
@@ -194,8 +196,8 @@ class ProfileForm(QGroupBox):
         # "Same as the target" said outright in the plan stays said (it is part of the runs' keys).
         self._draft_tp_stated = p.draft_tensor_parallel_size not in (None, 1)
         self.gpus.setText(", ".join(map(str, p.gpus)))
-        self.aiter.setCheckState(Qt.PartiallyChecked if p.rocm_use_aiter is None
-                                 else Qt.Checked if p.rocm_use_aiter else Qt.Unchecked)
+        self.aiter.setCheckState(Qt.CheckState.PartiallyChecked if p.rocm_use_aiter is None
+                                 else Qt.CheckState.Checked if p.rocm_use_aiter else Qt.CheckState.Unchecked)
         self.backend.setText(p.attention_backend or "")
         self.image.setText(p.image or "")
         self.base_url.setText(p.base_url or "")
@@ -210,7 +212,7 @@ class ProfileForm(QGroupBox):
         """Servers at once, for the plan's [sweep] parallel (1 for an attached server)."""
         return 1 if self.kind.currentData() == "attach" else self.parallel.currentData()
 
-    def set_parallel(self, value) -> None:
+    def set_parallel(self, value: int | str) -> None:
         i = self.parallel.findData(value)
         if i < 0 and isinstance(value, int):
             self.parallel.addItem(str(value), value)
@@ -221,10 +223,10 @@ class ProfileForm(QGroupBox):
         """The Ray cluster to start the sweep on (`--ray`), or None: this machine."""
         return (self.ray.text().strip() or None) if self.kind.currentData() == "local" else None
 
-    def table(self) -> dict:
+    def table(self) -> dict[str, Any]:
         """The `[profile]` table these settings make (only what differs from the defaults)."""
         kind = self.kind.currentData()
-        t: dict = {"kind": kind}
+        t: dict[str, Any] = {"kind": kind}
         if kind == "attach":
             t["base_url"] = self.base_url.text().strip()
             if self.api_key_env.text().strip():
@@ -246,8 +248,8 @@ class ProfileForm(QGroupBox):
                 t["gpus"] = [int(g) for g in gpus]
             except ValueError:
                 raise ProfileError(f"GPUs must be indices such as 0, 1 — not {self.gpus.text()!r}") from None
-        if self.aiter.checkState() != Qt.PartiallyChecked:
-            t["rocm_use_aiter"] = self.aiter.checkState() == Qt.Checked
+        if self.aiter.checkState() != Qt.CheckState.PartiallyChecked:
+            t["rocm_use_aiter"] = self.aiter.checkState() == Qt.CheckState.Checked
         if self.backend.text().strip():
             t["attention_backend"] = self.backend.text().strip()
         if kind == "docker" and self.image.text().strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWidget
 
 from workbench import store
 from workbench.usecases.compare_view import provenance_differences
@@ -14,7 +14,7 @@ from workbench.usecases.compare_view import provenance_differences
 class ProvenanceNote(QLabel):
     """Hidden while every compared run shares one provenance (or none was recorded)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
         self.setObjectName("provenanceNote")

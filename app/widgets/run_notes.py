@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QKeyCombination, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
@@ -15,7 +15,7 @@ class RunNotes(QWidget):
 
     save = Signal(int, str, str)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.run_id: int | None = None
         self.label = QLabel("Notes")
@@ -34,8 +34,9 @@ class RunNotes(QWidget):
         self.save_button.clicked.connect(self._save)
         # Ctrl+Enter, as a multi-line field submits; Ctrl+S is the window's Save plan. Only while
         # the typing is here, so it does nothing elsewhere on the page.
-        for key in (Qt.CTRL | Qt.Key_Return, Qt.CTRL | Qt.Key_Enter):
-            QShortcut(QKeySequence(key), self, self._save, context=Qt.WidgetWithChildrenShortcut)
+        for key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            QShortcut(QKeySequence(QKeyCombination(Qt.Modifier.CTRL, key)), self, self._save,
+                      context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.label)

@@ -4,7 +4,7 @@ and the throughput and MAL of its run in flight, all from the sweep's events."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from workbench import events
 
@@ -16,15 +16,15 @@ TIP = ("Every server in flight: a parallel sweep runs one per GPU slot, none sha
 class SlotsTable(QTableWidget):
     run_chosen = Signal(int)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(HEADERS), parent)
         self.setHorizontalHeaderLabels(HEADERS)
         self.setToolTip(TIP)
         self.verticalHeader().setVisible(False)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.horizontalHeader().setStretchLastSection(True)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setMaximumHeight(160)
         self.rows: dict[int, int] = {}        # slot -> table row
         self.run_slot: dict[int, int] = {}    # run id -> slot
@@ -45,10 +45,10 @@ class SlotsTable(QTableWidget):
             self.setVisible(True)
         item = QTableWidgetItem(text)
         if column >= 4:
-            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.setItem(self.rows[slot], column, item)
 
-    def _figures(self, slot: int, tok_s, mal) -> None:
+    def _figures(self, slot: int, tok_s: float | None, mal: float | None) -> None:
         self._set(slot, 4, "" if tok_s is None else f"{tok_s:.1f}")
         self._set(slot, 5, "" if mal is None else f"{mal:.2f}")
 
@@ -76,8 +76,13 @@ class SlotsTable(QTableWidget):
             self._set(self.run_slot[event.run], 3, f"failed: {event.error}")
         elif isinstance(event, events.SweepFinished):
             for slot in self.rows:
-                if not self.item(self.rows[slot], 3).text().startswith("failed"):
+                if not self._state(slot).startswith("failed"):
                     self._set(slot, 3, "cancelled" if event.cancelled else "done")
+
+    def _state(self, slot: int) -> str:
+        """The text of the slot's State cell ("" while it has none)."""
+        item = self.item(self.rows[slot], 3)
+        return "" if item is None else item.text()
 
     def _clicked(self, row: int, _column: int) -> None:
         slot = next((s for s, r in self.rows.items() if r == row), None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QTableView,
-                               QVBoxLayout)
+                               QVBoxLayout, QWidget)
 
 from app.models.runs_model import RowsModel
 
@@ -18,20 +18,21 @@ class TableModel(RowsModel):
     is what hovering a row shows (None: nothing)."""
 
     def __init__(self, columns: list[tuple[str, str, Callable[[Any], str] | None]],
-                 tooltip: Callable[[Any], str | None] | None = None, parent=None):
+                 tooltip: Callable[[Any], str | None] | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.columns = columns
         self.tooltip = tooltip
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
         if not index.isValid():
             return None
         row = self._rows[index.row()]
         name, _, fmt = self.columns[index.column()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             value = getattr(row, name)
             return "" if value is None else (fmt(value) if fmt else str(value))
-        if role == Qt.ToolTipRole and self.tooltip is not None:
+        if role == Qt.ItemDataRole.ToolTipRole and self.tooltip is not None:
             return self.tooltip(row)
         return None
 
@@ -40,8 +41,10 @@ class TableModel(RowsModel):
         self._rows[i] = row
         self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole and 0 <= section < len(self.columns):
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
+        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
+                and 0 <= section < len(self.columns)):
             return self.columns[section][1]
         return None
 
@@ -49,15 +52,15 @@ class TableModel(RowsModel):
 def table(model: TableModel) -> QTableView:
     view = QTableView()
     view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.verticalHeader().hide()
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     view.horizontalHeader().setStretchLastSection(True)
     return view
 
 
-def listed(title: str, view, button) -> QGroupBox:
+def listed(title: str, view: QWidget, button: QWidget) -> QGroupBox:
     """A titled box: a list, and under it at the right the button that acts on its selection."""
     box = QGroupBox(title)
     v = QVBoxLayout(box)
@@ -78,7 +81,7 @@ class EmptyHint(QObject):
         self.view = view
         self.label = QLabel(text, view.viewport())
         self.label.setWordWrap(True)
-        self.label.setAlignment(Qt.AlignCenter)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.label.setStyleSheet("color: #777;")
         view.viewport().installEventFilter(self)
         model = view.model()
@@ -90,7 +93,7 @@ class EmptyHint(QObject):
         self.label.setVisible(self.view.model().rowCount() == 0)
         self.label.setGeometry(self.view.viewport().rect().adjusted(12, 0, -12, 0))
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
-        if event.type() == QEvent.Resize:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Resize:
             self.update()
         return False

@@ -13,7 +13,7 @@ DTYPES = ["auto", "bfloat16", "float16", "float32"]
 
 
 class TargetBox(KeysBox):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Target", ("", "target"), parent)
         self.name = QLineEdit()
         model = schema.key("target.model")

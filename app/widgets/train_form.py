@@ -26,7 +26,7 @@ class TrainForm(QGroupBox):
 
     folder_changed = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Training run", parent)
         self.target = QComboBox(editable=True)
         self.target.addItems([f"demo:{m.name}" for m in demo_model.ALL if m.role == "target"] or ["demo:smollm2-135m"])
@@ -209,7 +209,7 @@ def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
     return box
 
 
-def _row(*widgets) -> QWidget:
+def _row(*widgets: QWidget) -> QWidget:
     w = QWidget()
     h = QHBoxLayout(w)
     h.setContentsMargins(0, 0, 0, 0)

@@ -11,17 +11,17 @@ one without focus goes to the scroll area it sits in instead, so the page under 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox
+from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox, QWidget
 
 GUARDED = (QAbstractSpinBox, QComboBox)
 
 
 class WheelGuard(QObject):
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         kind = event.type()
-        if kind == QEvent.Polish and isinstance(obj, GUARDED):
-            obj.setFocusPolicy(Qt.StrongFocus)
-        elif kind == QEvent.Wheel and isinstance(obj, GUARDED) and not obj.hasFocus():
+        if kind == QEvent.Type.Polish and isinstance(obj, GUARDED):
+            obj.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        elif kind == QEvent.Type.Wheel and isinstance(obj, GUARDED) and not obj.hasFocus():
             area = _scroll_area(obj)
             if area is not None:
                 # Straight to the scroll area's viewport: Qt does not pass a wheel event it did not
@@ -31,7 +31,7 @@ class WheelGuard(QObject):
         return False
 
 
-def _scroll_area(widget) -> QAbstractScrollArea | None:
+def _scroll_area(widget: QWidget) -> QAbstractScrollArea | None:
     """The nearest scroll area the widget sits in (a combo box's own popup list excluded)."""
     w = widget.parentWidget()
     while w is not None:
@@ -43,9 +43,10 @@ def _scroll_area(widget) -> QAbstractScrollArea | None:
 
 def install(app: QApplication | None = None) -> WheelGuard:
     """Installs the guard once per application (a second call returns the first)."""
-    app = app or QApplication.instance()
-    guard = app.findChild(WheelGuard)
+    owner = app or QApplication.instance()
+    assert owner is not None, "the guard is installed on an application, made before any widget"
+    guard = owner.findChild(WheelGuard)
     if guard is None:
-        guard = WheelGuard(app)  # a child of the application: found again, and freed with it
-        app.installEventFilter(guard)
+        guard = WheelGuard(owner)  # a child of the application: found again, and freed with it
+        owner.installEventFilter(guard)
     return guard

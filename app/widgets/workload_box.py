@@ -3,7 +3,10 @@ chosen by prediction; its fields made from the plan schema (`app.widgets.plan_fi
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import QCheckBox, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from app.widgets.methods_table import parse_ints
@@ -12,12 +15,12 @@ from app.widgets.workload_list import WorkloadList
 from workbench.plan import schema
 
 
-def _listed(value) -> list:
+def _listed(value: object) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
 class WorkloadBox(KeysBox):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Workload", ("workload",), parent)
         self.workloads = WorkloadList()
         add_file = QPushButton("Add prompt file…")
@@ -26,7 +29,7 @@ class WorkloadBox(KeysBox):
         sets_layout = QVBoxLayout(sets)
         sets_layout.setContentsMargins(0, 0, 0, 0)
         sets_layout.addWidget(self.workloads)
-        sets_layout.addWidget(add_file, alignment=Qt.AlignLeft)
+        sets_layout.addWidget(add_file, alignment=Qt.AlignmentFlag.AlignLeft)
         self.concurrency = QLineEdit()
         self.concurrency.setToolTip(schema.key("workload.concurrency").help)
         # 0 reads "auto": repeats = "auto" in the plan (workbench.analysis.repeats).
@@ -45,7 +48,8 @@ class WorkloadBox(KeysBox):
         self.adaptive.setToolTip("Runs the baseline, the largest and the smallest N, predicts speedup for every N, "
                                  "then runs only the predicted best (and a close rival); see docs/recommend-n.md")
 
-        def keyed(dotted: str, widget, get, put, signal) -> tuple[str, KeyField]:
+        def keyed(dotted: str, widget: QWidget, get: Callable[[], object], put: Callable[[Any], None],
+                  signal: SignalInstance) -> tuple[str, KeyField]:
             key = schema.key(dotted)
             return key.label or "", KeyField(key, widget, get, put, signal)
 
