@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyqtgraph as pg
-import pyqtgraph.exporters  # noqa: F401  (the exporters are a submodule pyqtgraph does not import)
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
+# The exporters are a submodule pyqtgraph does not import.
+import pyqtgraph.exporters  # type: ignore[import-untyped]  # noqa: F401
 from PySide6.QtCore import QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
 from PySide6.QtWidgets import QApplication
@@ -53,7 +55,7 @@ def svg_text(w: pg.PlotWidget) -> str:
 
 def export_pdf(w: pg.PlotWidget, path: str | Path) -> None:
     writer = QPdfWriter(str(path))
-    writer.setPageSize(QPageSize(QSizeF(w.width() * 0.75, w.height() * 0.75), QPageSize.Point))
+    writer.setPageSize(QPageSize(QSizeF(w.width() * 0.75, w.height() * 0.75), QPageSize.Unit.Point))
     writer.setPageMargins(QMarginsF(0, 0, 0, 0))
     writer.setResolution(96)
     painter = QPainter(writer)

@@ -5,11 +5,14 @@ right of the data, a caption line with the run conditions. Exports are in app.wi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
-import pyqtgraph as pg
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPen
 
 from app.widgets import theme, what_if_look
 from workbench.analysis import recommend, series as points
@@ -72,18 +75,24 @@ EMPTY = {"per_position": "no speculative run with a per-position acceptance curv
          "gpus": "needs GPU power readings (NVIDIA or AMD telemetry); this run had none",
          "breakeven": "needs what-if runs (acceptance imposed) and their what-if baseline"}
 # Concurrencies are told apart by the line's dash, colours being the method's.
-DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
+DASHES = [Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine,
+          Qt.PenStyle.DashDotDotLine]
 LEGEND_ROW = 22  # pixels per legend entry
+
+P = TypeVar("P", bound=points.Point)
+# The points drawn against N with a baseline line, and those drawn as grouped bars.
+NPoint = TypeVar("NPoint", points.ThroughputPoint, points.EnergyPoint)
+Bar = TypeVar("Bar", points.CategoryPoint, points.GpuBar)
 
 
 class SideLegend(pg.LegendItem):
     """A legend that takes a cell of the plot's layout (right of the data) instead of floating
     over it: its size is its contents', which the layout respects."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(offset=None, verSpacing=-4, labelTextSize="9pt")
 
-    def updateSize(self):  # noqa: N802 - Qt's name
+    def updateSize(self) -> None:  # noqa: N802 - Qt's name
         width = height = 0.0
         for row in range(self.layout.rowCount()):
             row_height, row_width = 0.0, 0.0
@@ -103,7 +112,7 @@ def side_legend(w: pg.PlotWidget) -> SideLegend:
     pi = w.getPlotItem()
     pi.legend = SideLegend()
     pi.layout.addItem(pi.legend, 2, 3)
-    pi.layout.setAlignment(pi.legend, Qt.AlignTop | Qt.AlignLeft)
+    pi.layout.setAlignment(pi.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     return pi.legend
 
 
@@ -133,9 +142,9 @@ def fit_legend(w: pg.PlotWidget, height: int) -> None:
     legend.updateSize()
 
 
-def _series(rows: Sequence[points.Point]) -> dict[str, list]:
+def _series(rows: Sequence[P]) -> dict[str, list[P]]:
     """The points by the series they are on, in the order given."""
-    out: dict[str, list] = {}
+    out: dict[str, list[P]] = {}
     for r in rows:
         out.setdefault(r.series, []).append(r)
     return out
@@ -145,26 +154,28 @@ def row_colour(r: points.Point) -> str:
     return palette.colour(r.method, r.config_n)
 
 
-def _dash(rows_by_series: dict[str, list[points.Point]]) -> dict[int, Qt.PenStyle]:
+def _dash(rows_by_series: Mapping[str, Sequence[points.Point]]) -> dict[int | None, Qt.PenStyle]:
     """A measured series' concurrency by its dash (what-if series have a dash of their own)."""
-    levels = sorted({items[0].concurrency for items in rows_by_series.values() if not items[0].what_if} - {None})
+    firsts = [items[0] for items in rows_by_series.values() if not items[0].what_if]
+    levels = sorted({r.concurrency for r in firsts if r.concurrency is not None})
     return {c: DASHES[i % len(DASHES)] for i, c in enumerate(levels)}
 
 
-def _looks(rows_by_series: dict[str, list[points.Point]]) -> dict[str, dict]:
+def _looks(rows_by_series: Mapping[str, Sequence[points.Point]]) -> dict[str, dict[str, Any]]:
     """Each series' look as _line's keywords: a measured one's dash tells its concurrency; a
     what-if one is drawn apart (app.widgets.what_if_look), its marker telling its concurrency."""
     dash, shape = _dash(rows_by_series), what_if_look.symbols(rows_by_series)
-    looks = {}
+    looks: dict[str, dict[str, Any]] = {}
     for name, items in rows_by_series.items():
         c = items[0].concurrency
         looks[name] = ({"what_if": True, "symbol": shape.get(c, "o")} if items[0].what_if
-                       else {"style": dash.get(c, Qt.SolidLine)})
+                       else {"style": dash.get(c, Qt.PenStyle.SolidLine)})
     return looks
 
 
-def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.SolidLine, what_if: bool = False,
-          symbol: str = "o") -> None:
+def _line(w: pg.PlotWidget, colour: str, x: Sequence[float | None], y: Sequence[float | None], name: str,
+          ci: Sequence[float | None] | None = None, style: Qt.PenStyle = Qt.PenStyle.SolidLine,
+          what_if: bool = False, symbol: str = "o") -> None:
     # A line runs from left to right: the analysis may hand its points in another order (prompt
     # length bins sorted as text put 128 before 73), which would draw the line back and forth.
     order = np.argsort(np.asarray(x, float), kind="stable")
@@ -173,21 +184,31 @@ def _line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, style=Qt.Soli
     if what_if:
         what_if_look.line(w, colour, x, y, name, ci, symbol)
         return
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    w.plot(x, y, name=name, pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=7,
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    w.plot(xs, ys, name=name, pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=7,
            symbolBrush=colour, symbolPen=pg.mkPen(colour))
-    what_if_look.error_bars(w, x, y, ci, pg.mkPen(colour))
+    what_if_look.error_bars(w, xs, ys, ci, pg.mkPen(colour))
 
 
-def _against_n(w: pg.PlotWidget, rows: Sequence, figure: Callable, baseline_of: Callable, unit: str, fmt: str,
-               ci: Callable | None = None) -> None:
+def _lines(w: pg.PlotWidget, rows: Sequence[P], x: Callable[[P], float | None],
+           y: Callable[[P], float | None]) -> None:
+    """One line per series of `rows`, (x, y) a point, each in its series' look."""
+    series = _series(rows)
+    looks = _looks(series)
+    for s, items in series.items():
+        _line(w, row_colour(items[0]), [x(r) for r in items], [y(r) for r in items], s, **looks[s])
+
+
+def _against_n(w: pg.PlotWidget, rows: Sequence[NPoint], figure: Callable[[NPoint], float | None],
+               baseline_of: Callable[[NPoint], float | None], unit: str, fmt: str,
+               ci: Callable[[NPoint], float | None] | None = None) -> None:
     """One line per method and context against N (the method's colour, the context's dash), and a
     grey line per context at its baseline's value (`baseline_of` a point), named in the legend
     with that value."""
     series = _series(rows)
     looks = _looks(series)
     dash = _dash(series)
-    baselines = {}
+    baselines: dict[tuple[str, bool], tuple[float, Qt.PenStyle]] = {}
     ns = [r.n for r in rows if r.n is not None]
     for name, items in series.items():
         _line(w, row_colour(items[0]), [r.n for r in items],
@@ -197,16 +218,18 @@ def _against_n(w: pg.PlotWidget, rows: Sequence, figure: Callable, baseline_of: 
         if base:
             # A what-if run's baseline is the what-if one (dummy weights): its line is marked too.
             baselines[(name.split(" · ", 1)[1], items[0].what_if)] = (
-                base, dash.get(items[0].concurrency, Qt.SolidLine))
+                base, dash.get(items[0].concurrency, Qt.PenStyle.SolidLine))
     for (context, what_if), (base, style) in sorted(baselines.items()):
+        solid = style == Qt.PenStyle.SolidLine
         line_pen = (what_if_look.pen(palette.BASELINE) if what_if else
-                    pg.mkPen(palette.BASELINE, width=2, style=Qt.DashLine if style == Qt.SolidLine else style))
+                    pg.mkPen(palette.BASELINE, width=2, style=Qt.PenStyle.DashLine if solid else style))
         w.plot(_span(ns), [base, base], pen=line_pen,
                name=f"baseline{' (what-if)' if what_if else ''} · {context}: {fmt.format(base)} {unit}")
 
 
-def _bars(w: pg.PlotWidget, groups: list[str], series: dict[str, list], x_of: Callable, height_of: Callable,
-          colour_of: Callable, tip_of: Callable | None = None) -> None:
+def _bars(w: pg.PlotWidget, groups: list[str], series: Mapping[str, Sequence[Bar]], x_of: Callable[[Bar], int],
+          height_of: Callable[[Bar], float | None], colour_of: Callable[[int, Bar], str],
+          tip_of: Callable[[Sequence[Bar]], str] | None = None) -> None:
     """Grouped bars: one bar series per legend entry, its colour the entry's swatch; a what-if
     row's bar pale and dash-outlined."""
     w.getAxis("bottom").setTicks([[(i + 1, g) for i, g in enumerate(groups)]])
@@ -238,21 +261,15 @@ def draw(w: pg.PlotWidget, name: str, data: ChartData, caption: str = "") -> boo
     if name not in WHAT_IF_CHARTS:
         pi.caption.setText(caption + what_if_look.note(data.rows(name)))
     if name == "per_position":
-        series = _series(data.per_position)
-        looks = _looks(series)
-        for s, items in series.items():
-            _line(w, row_colour(items[0]), [r.position for r in items], [r.acceptance for r in items], s,
-                  **looks[s])
+        _lines(w, data.per_position, lambda r: r.position, lambda r: r.acceptance)
         w.setYRange(0, 1.05)
     elif name == "throughput":
         _against_n(w, data.throughput, lambda r: r.tok_s, lambda r: r.baseline_tok_s, "tok/s", "{:.1f}",
                    ci=lambda r: r.tok_s_ci95)
     elif name in ("efficiency", "mal"):
-        figure = (lambda r: r.efficiency) if name == "efficiency" else (lambda r: r.mal)
-        series = _series([r for r in data.efficiency if figure(r) is not None])
-        looks = _looks(series)
-        for s, items in series.items():
-            _line(w, row_colour(items[0]), [r.n for r in items], [figure(r) for r in items], s, **looks[s])
+        figure: Callable[[points.EfficiencyPoint], float | None] = (
+            (lambda r: r.efficiency) if name == "efficiency" else (lambda r: r.mal))
+        _lines(w, [r for r in data.efficiency if figure(r) is not None], lambda r: r.n, figure)
     elif name == "prediction":
         draw_prediction(w, data.prediction)
     elif name == "by_category":
@@ -260,11 +277,7 @@ def draw(w: pg.PlotWidget, name: str, data: ChartData, caption: str = "") -> boo
         _bars(w, [SHORT.get(c, c) for c in categories], _series(data.by_category),
               lambda r: categories.index(r.category), lambda r: r.mal, lambda i, r: row_colour(r))
     elif name == "by_prompt_length":
-        series = _series(data.by_prompt_length)
-        looks = _looks(series)
-        for s, items in series.items():
-            _line(w, row_colour(items[0]), [r.prompt_tokens_from for r in items], [r.mal for r in items], s,
-                  **looks[s])
+        _lines(w, data.by_prompt_length, lambda r: r.prompt_tokens_from, lambda r: r.mal)
     elif name == "energy":
         _against_n(w, data.energy, lambda r: r.joules_per_token, lambda r: r.baseline_joules_per_token, "J/token",
                    "{:.3f}")
@@ -274,7 +287,8 @@ def draw(w: pg.PlotWidget, name: str, data: ChartData, caption: str = "") -> boo
         for s, items in _series(data.concurrency).items():
             _line(w, row_colour(items[0]), [r.concurrency for r in items], [r.speedup for r in items], s,
                   [r.speedup_ci95 for r in items], what_if=items[0].what_if)
-        _unity(w, [r.concurrency for r in data.concurrency])
+        # A concurrency chart's points all have one: they are made from configurations.
+        _unity(w, [r.concurrency for r in data.concurrency if r.concurrency is not None])
     elif name == "breakeven":
         w.setTitle(what_if_look.title(CHARTS[name][0], data.breakeven))
         # A long source must not widen the data's column and push the legend out of the plot.
@@ -297,7 +311,7 @@ def draw_gpus(w: pg.PlotWidget, rows: list[points.GpuBar]) -> None:
                                   for r in items))
 
 
-def _span(xs: list) -> list[float]:
+def _span(xs: Sequence[float]) -> list[float]:
     """Where a reference line runs: over the data's x range, or half a step either side of a lone
     x. A line from x to x is drawn as nothing, and the view, ranged on the error bars' caps
     alone, showed those caps across the whole plot."""
@@ -305,10 +319,10 @@ def _span(xs: list) -> list[float]:
     return [low, high] if high > low else [low - 0.5, high + 0.5]
 
 
-def _unity(w: pg.PlotWidget, xs: list) -> None:
+def _unity(w: pg.PlotWidget, xs: Sequence[float]) -> None:
     """Speedup 1.0 (the baseline) as a grey line over the data's range, named in the legend."""
     w.plot(_span(xs), [1.0, 1.0], name="baseline (speedup 1.0)",
-           pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.DotLine))
+           pen=pg.mkPen(palette.BASELINE, width=2, style=Qt.PenStyle.DotLine))
 
 
 def draw_prediction(w: pg.PlotWidget, rows: list[recommend.PredictionPoint]) -> None:
@@ -325,7 +339,7 @@ def draw_prediction(w: pg.PlotWidget, rows: list[recommend.PredictionPoint]) -> 
         for item in (low, high, band):
             w.addItem(item)
         line = w.plot(x, [r.predicted for r in rs], name=f"{series} · predicted",
-                      pen=pg.mkPen(colour, width=2, style=Qt.DashLine))
+                      pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine))
         line.setToolTip(f"{series}: predicted speedup T(N) / c(N); best N = {rs[0].best_n}"
                         + (" (a close rival is within noise)" if rs[0].uncertain else "")
                         + f". Step cost model for {recommend.FAMILIES[rs[0].family]}")
@@ -339,7 +353,8 @@ def draw_prediction(w: pg.PlotWidget, rows: list[recommend.PredictionPoint]) -> 
     _unity(w, [r.n for r in rows])
 
 
-def right_axis_curve(plot: pg.PlotWidget, axis_label: str, name: str, pen, y_range: tuple[float, float]):
+def right_axis_curve(plot: pg.PlotWidget, axis_label: str, name: str, pen: QPen,
+                     y_range: tuple[float, float]) -> tuple[pg.ViewBox, pg.PlotDataItem]:
     """A second curve on its own y axis at the right of `plot` (a view box sharing the x axis),
     listed in the plot's legend: returns the view and the curve."""
     pi = plot.getPlotItem()

@@ -9,11 +9,14 @@ under the data so they never cover a curve.
 
 from __future__ import annotations
 
-import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QRectF
-from PySide6.QtGui import QColor
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
+from PySide6.QtCore import QLineF, QRectF, QSizeF
+from PySide6.QtGui import QColor, QPainter, QPen, QTransform
 
 ALPHA = 0.2  # the grid's strength, as pyqtgraph's showGrid(alpha=...) had it
+# One tick level's lines in device pixels, and the pen they are drawn in.
+Level = tuple[QPen, list[QLineF]]
 
 
 def _mixed(alpha: float) -> QColor:
@@ -34,13 +37,13 @@ class Grid(pg.GraphicsObject):
         self.alpha = alpha
         self.vb.addItem(self, ignoreBounds=True)
         self.setZValue(-1000)  # under every data item (addItem lifts an item to the view's own level)
-        self._key = None
-        self._drawn: list[tuple] = []
-        self._pens: dict[float, object] = {}
+        self._key: object = None  # the range, size and transform the lines were laid out for
+        self._drawn: list[Level] = []
+        self._pens: dict[float, QPen] = {}
         self.vb.sigRangeChanged.connect(self._moved)
         self.vb.sigResized.connect(self._moved)
 
-    def _moved(self, *_) -> None:
+    def _moved(self, *_: object) -> None:
         self.prepareGeometryChange()
         self.update()
 
@@ -52,7 +55,7 @@ class Grid(pg.GraphicsObject):
         axis = self.pi.getAxis(side)
         if pixels <= 0 or hi <= lo:
             return []
-        levels = []
+        levels: list[list[QLineF]] = []
         for _, values in axis.tickValues(lo, hi, pixels):
             if side == "bottom":
                 levels.append([QLineF(v, rect.top(), v, rect.bottom()) for v in values])
@@ -60,7 +63,7 @@ class Grid(pg.GraphicsObject):
                 levels.append([QLineF(rect.left(), v, rect.right(), v) for v in values])
         return levels
 
-    def paint(self, p, *_):
+    def paint(self, p: QPainter, *_: object) -> None:
         transform = p.transform()
         rect = self.vb.viewRect()
         size = self.vb.size()
@@ -75,9 +78,9 @@ class Grid(pg.GraphicsObject):
             p.drawLines(lines)
         p.setTransform(transform)
 
-    def _levels(self, rect: QRectF, size, transform) -> list[tuple]:
+    def _levels(self, rect: QRectF, size: QSizeF, transform: QTransform) -> list[Level]:
         """Per tick level of each axis: its pen and its lines in device pixels."""
-        out = []
+        out: list[Level] = []
         for side, lo, hi, pixels in (("bottom", rect.left(), rect.right(), size.width()),
                                      ("left", rect.top(), rect.bottom(), size.height())):
             for i, lines in enumerate(self._lines(side, lo, hi, pixels, rect)):

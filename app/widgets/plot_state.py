@@ -12,7 +12,8 @@ from __future__ import annotations
 import html
 import math
 
-import pyqtgraph as pg
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
 
 GROWTH = 1.25  # the x range covers a quarter more than the data's span, rounded up
 
@@ -44,7 +45,7 @@ class PlotState:
         self.following = True  # x follows the data (in steps) until the user zooms or pans
         self.vb.sigRangeChangedManually.connect(self._user_moved)
 
-    def _user_moved(self, *_) -> None:
+    def _user_moved(self, *_: object) -> None:
         self.following = False
 
     def set_empty(self, text: str | None) -> None:

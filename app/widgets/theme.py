@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import pyqtgraph as pg
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QGuiApplication
 
@@ -12,7 +13,8 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 def dark() -> bool:
     app = QGuiApplication.instance()
-    return bool(app) and app.styleHints().colorScheme() == Qt.ColorScheme.Dark
+    # Only a GUI application has a colour scheme (a bare QCoreApplication has no style hints).
+    return isinstance(app, QGuiApplication) and app.styleHints().colorScheme() == Qt.ColorScheme.Dark
 
 
 def apply() -> None:
@@ -29,7 +31,7 @@ def color(i: int) -> str:
 
 def mono() -> QFont:
     font = QFont("DejaVu Sans Mono")
-    font.setStyleHint(QFont.Monospace)
+    font.setStyleHint(QFont.StyleHint.Monospace)
     return font
 
 
@@ -44,7 +46,8 @@ def integer_ticks(plot: pg.PlotWidget) -> None:
     axis = plot.getAxis("bottom")
     original = axis.tickValues
 
-    def whole(minVal, maxVal, size):  # noqa: N803 - pyqtgraph's names
+    def whole(minVal: float, maxVal: float,  # noqa: N803 - pyqtgraph's names
+              size: float) -> list[tuple[float, list[float]]]:
         return [(max(1.0, spacing), [v for v in values if float(v).is_integer()])
                 for spacing, values in original(minVal, maxVal, size)]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyqtgraph as pg
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.widgets import chart_export, theme
@@ -25,7 +26,7 @@ STEP_TITLES = {
 class StepList(QTreeWidget):
     """One row per pipeline step: its title, its state (pending, running, done, ...) and a detail."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setHeaderLabels(["Step", "State", "Detail"])
         self.items: dict[str, QTreeWidgetItem] = {}
@@ -53,7 +54,7 @@ class StepList(QTreeWidget):
 
 
 class TrainCharts(QWidget):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.loss_plot = theme.plot("Training loss", "loss", "training step (in the order run)",
                                     "Loss of each training step, and the validation loss after each epoch. "
@@ -82,14 +83,14 @@ class TrainCharts(QWidget):
         self.val_curve.setData(c.val_step, c.val_loss)
         if c.last_val is self._drawn_val:
             return  # the accuracy bars change only with a validation
-        self._drawn_val = c.last_val
+        self._drawn_val = last = c.last_val
         self.acc_plot.clear()
-        acc = training.position_accuracy(c.last_val) if c.last_val else []
-        if acc:
+        acc = training.position_accuracy(last) if last else []
+        if last and acc:
             self.acc_plot.addItem(pg.BarGraphItem(x=list(range(1, len(acc) + 1)), height=acc, width=0.7,
                                                   brush=theme.color(2)))
             title = "Validation accuracy by draft position"
-            eal = c.last_val.get("eal_epoch")
+            eal = last.get("eal_epoch")
             if isinstance(eal, (int, float)):
                 title += f" (expected accepted length {eal:.2f})"
             self.acc_plot.setTitle(title)

@@ -8,11 +8,14 @@ series). Bars of a what-if configuration are pale with a dashed outline."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pyqtgraph as pg
+from numpy.typing import ArrayLike
+# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
+import pyqtgraph as pg  # type: ignore[import-untyped]
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QPen
 
 from workbench.analysis import breakeven, series as points
 from workbench.report import palette
@@ -23,49 +26,52 @@ LIGHT = 0.35               # how far towards white a what-if line's colour is pu
 BAR_ALPHA = 70
 
 
-def pen(colour: str, width: float = 2) -> pg.QtGui.QPen:
+def pen(colour: str, width: float = 2) -> QPen:
     p = pg.mkPen(palette.lighter(colour, LIGHT), width=width)
-    p.setStyle(Qt.CustomDashLine)
+    p.setStyle(Qt.PenStyle.CustomDashLine)
     p.setDashPattern(DASH_PATTERN)
     return p
 
 
-def line(w: pg.PlotWidget, colour: str, x, y, name: str, ci=None, symbol: str | None = "o"):
+def line(w: pg.PlotWidget, colour: str, x: Sequence[float | None], y: Sequence[float | None], name: str | None,
+         ci: Sequence[float | None] | None = None, symbol: str | None = "o") -> pg.PlotDataItem:
     """A what-if series: dashed, lighter, hollow markers (the error bars dashed too)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
     marks = {} if symbol is None else {"symbol": symbol, "symbolSize": 8, "symbolBrush": pg.mkBrush(None),
                                        "symbolPen": pg.mkPen(colour, width=1.5)}
-    item = w.plot(x, y, name=name, pen=pen(colour), **marks)
-    error_bars(w, x, y, ci, pen(colour, 1))
+    item = w.plot(xs, ys, name=name, pen=pen(colour), **marks)
+    error_bars(w, xs, ys, ci, pen(colour, 1))
     return item
 
 
-def error_bars(w: pg.PlotWidget, x, y, ci, bar_pen) -> None:
+def error_bars(w: pg.PlotWidget, x: ArrayLike, y: ArrayLike, ci: Sequence[float | None] | None,
+               bar_pen: QPen) -> None:
     """95% intervals where a point has one: a point of a single run gets no bar (a bar of zero
     height would still draw its beams, an interval that was never measured)."""
     if ci is None:
         return
-    ci = np.array([np.nan if v is None else v for v in ci], float)
-    keep = np.isfinite(ci)
+    half = np.array([np.nan if v is None else v for v in ci], float)
+    keep = np.isfinite(half)
     if keep.any():
-        w.addItem(pg.ErrorBarItem(x=np.asarray(x, float)[keep], y=np.asarray(y, float)[keep], height=2 * ci[keep],
+        w.addItem(pg.ErrorBarItem(x=np.asarray(x, float)[keep], y=np.asarray(y, float)[keep], height=2 * half[keep],
                                   beam=0.15, pen=bar_pen))
 
 
-def symbols(rows_by_series: dict[str, list[points.Point]]) -> dict[int, str]:
+def symbols(rows_by_series: Mapping[str, Sequence[points.Point]]) -> dict[int | None, str]:
     """A what-if series' concurrency by its marker's shape (its dash being the what-if one)."""
-    levels = sorted({items[0].concurrency for items in rows_by_series.values() if items[0].what_if} - {None})
+    firsts = [items[0] for items in rows_by_series.values() if items[0].what_if]
+    levels = sorted({r.concurrency for r in firsts if r.concurrency is not None})
     return {c: SYMBOLS[i % len(SYMBOLS)] for i, c in enumerate(levels)}
 
 
-def bar_look(colour: str, what_if: bool) -> tuple:
+def bar_look(colour: str, what_if: bool) -> tuple[QBrush, QPen]:
     """(brush, pen) of one bar: pale and dash-outlined when what-if."""
     if not what_if:
         return pg.mkBrush(colour), pg.mkPen(colour)
     fill = pg.mkColor(colour)
     fill.setAlpha(BAR_ALPHA)
     outline = pg.mkPen(colour, width=1.5)
-    outline.setStyle(Qt.DashLine)
+    outline.setStyle(Qt.PenStyle.DashLine)
     return pg.mkBrush(fill), outline
 
 
@@ -110,6 +116,6 @@ def draw_breakeven(w: pg.PlotWidget, rows: list[breakeven.BreakEvenPoint]) -> No
             point.setToolTip(f"{name}: measured at the imposed curve, speedup {first.speedup_measured:.2f}, "
                              f"step cost {first.step_cost:.2f} baseline steps")
     unity = pg.mkPen(palette.BASELINE, width=2)
-    unity.setStyle(Qt.DashLine)
+    unity.setStyle(Qt.PenStyle.DashLine)
     w.plot([0.0, 1.0], [1.0, 1.0], name="speedup 1.0 (break-even)", pen=unity)
     w.setXRange(0, 1.0, padding=0.02)

@@ -6,8 +6,9 @@ sentences say it in words, and the break-even chart draws speedup against positi
 from __future__ import annotations
 
 import html
+from typing import Any
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView, QGroupBox, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout, QWidget,
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
 from app.models.runs_model import RowsModel
 from app.widgets import charts as chartlib
 from workbench import report
+from workbench.analysis.breakeven import BreakEvenRow
 from workbench.report import palette
 from workbench.usecases.compare_view import CompareView
 
@@ -31,40 +33,42 @@ class WhatIfModel(RowsModel):
     """The what-if table (workbench.analysis.breakeven.rows), as `draftbench show` prints it."""
     columns = report.WHAT_IF_COLUMNS
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """The cell in `role`: its text, its field's value (UserRole), a swatch, a font or a tip."""
         if not index.isValid():
             return None
         key, _, fmt = report.WHAT_IF_COLUMNS[index.column()]
-        row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        row: BreakEvenRow = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
             return report.speedup_text(row) if key == "speedup" else report.what_if_cell(row, key, fmt)
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.UserRole:
             return getattr(row, key)  # the column's key is the field it shows
-        if role == Qt.DecorationRole and key == "config":
+        if role == Qt.ItemDataRole.DecorationRole and key == "config":
             return QColor(palette.lighter(palette.colour(row.method, row.n), 0.35))
-        if role == Qt.FontRole:
+        if role == Qt.ItemDataRole.FontRole:
             font = QFont()
             font.setItalic(True)
             return font
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             if key == "target":
                 return row.target
             return report.WHAT_IF_TIPS.get(key) or f"acceptance imposed: {row.imposed_source}"
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
-        if orientation != Qt.Horizontal or not 0 <= section < len(report.WHAT_IF_COLUMNS):
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(report.WHAT_IF_COLUMNS):
             return None
         key, label, _ = report.WHAT_IF_COLUMNS[section]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return label
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             return report.WHAT_IF_TIPS.get(key)
         return None
 
 
 class WhatIfPanel(QGroupBox):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(TITLE, parent)
         # A dashed amber frame: the section reads as apart from the measured one at a glance.
         self.setObjectName("whatIf")
@@ -78,9 +82,9 @@ class WhatIfPanel(QGroupBox):
         self.model = WhatIfModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setToolTip(f"Step cost: {STEP_COST_TIP}.\nBreak-even: {BREAK_EVEN_TIP}")
         self.sentences = QLabel("")
         self.sentences.setWordWrap(True)
@@ -92,7 +96,7 @@ class WhatIfPanel(QGroupBox):
         left_box.setContentsMargins(0, 0, 0, 0)
         left_box.addWidget(self.table, 1)
         left_box.addWidget(self.sentences)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.plot)
         split.setSizes([500, 640])
@@ -112,14 +116,18 @@ class WhatIfPanel(QGroupBox):
         # Escaped: the sentences say "c <= 64", which rich text would read as a tag.
         self.sentences.setText("<b>Where it pays</b>: " + html.escape("; ".join(sentences)) if sentences else "")
         chartlib.draw(self.plot, "breakeven", view.data, view.caption)
-        chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
+        self._fit_legend()
         self.setVisible(bool(rows))
         return bool(rows)
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
+    def _fit_legend(self) -> None:
+        """As many legend columns as the plot's height needs (taken as at least 200 pixels)."""
+        chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         # The plot's own resize, not the panel's: the splitters inside resize it after the panel's
         # resizeEvent, so a legend fitted there would use the plot's old height and could end up
         # wider than the plot, pushed out of view.
-        if obj is self.plot and event.type() == QEvent.Resize:
-            chartlib.fit_legend(self.plot, max(self.plot.height(), 200))
+        if obj is self.plot and event.type() == QEvent.Type.Resize:
+            self._fit_legend()
         return False
