@@ -9,14 +9,16 @@ import itertools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QPushButton, QSpinBox, QStackedWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QStackedWidget, QVBoxLayout, QWidget)
 
 from app.jobs import worker
 from app.widgets.findings import RED
 from app.widgets.methods_table import parse_ints
+from app.widgets.wheel_guard import ComboBox, DoubleSpinBox, SpinBox
 from workbench import methods, plan
 from workbench.plan import curves
 from workbench.plan.fields import SHAPE_PREFIX
@@ -48,25 +50,8 @@ class Measured:
     run_id: int
 
 
-def _wheel_safe(base):
-    """`base` taking the wheel only when focused: a wheel over the dialog never changes a field
-    the pointer happens to cross."""
-    class WheelSafe(base):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.setFocusPolicy(Qt.StrongFocus)
-
-        def wheelEvent(self, event):  # noqa: N802 - Qt's name
-            if self.hasFocus():
-                super().wheelEvent(event)
-            else:
-                event.ignore()
-
-    WheelSafe.__name__ = WheelSafe.__qualname__ = base.__name__
-    return WheelSafe
-
-
-SpinBox, DoubleSpinBox, ComboBox = (_wheel_safe(c) for c in (QSpinBox, QDoubleSpinBox, QComboBox))
+# One method of the plan: (method, draft, N values, its `acceptance =` value or a Measured marker).
+Entry = tuple[str, str | None, list[int], object]
 
 
 def _rate_box(value: float, tip: str) -> DoubleSpinBox:
@@ -84,7 +69,7 @@ class SourceEditor(QWidget):
         self.kind = ComboBox()
         for kind, (label, tip) in SOURCES.items():
             self.kind.addItem(label, kind)
-            self.kind.setItemData(self.kind.count() - 1, tip, Qt.ToolTipRole)
+            self.kind.setItemData(self.kind.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.rates = QLineEdit("0.8, 0.6, 0.45, 0.34, 0.26")
         self.rates.setToolTip(SOURCES["typed"][1])
         block = method in whatif.BLOCK_DRAFTERS
@@ -133,7 +118,7 @@ class SourceEditor(QWidget):
         self.kind.setToolTip(SOURCES[self.kind.currentData()][1])
         self.changed.emit()
 
-    def value(self, where: str):
+    def value(self, where: str) -> list[float] | dict[str, Any] | Measured:
         """The plan's `acceptance =` value (a Measured marker for a run's curve)."""
         kind = self.kind.currentData()
         if kind == "typed":
@@ -164,7 +149,7 @@ class MethodRow(QWidget):
         self.method = ComboBox()
         for name in whatif.METHODS:
             self.method.addItem(methods.METHODS[name].label, name)
-            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ToolTipRole)
+            self.method.setItemData(self.method.count() - 1, methods.METHODS[name].doc, Qt.ItemDataRole.ToolTipRole)
         self.method.setCurrentIndex(max(0, self.method.findData(method)))
         self.draft = QLineEdit(draft or "")
         self.draft.setPlaceholderText("shape:NAME, a folder or a Hub repo id (blank: native MTP)")
@@ -196,7 +181,7 @@ class MethodRow(QWidget):
         self._shown = self.method.currentData()
         self.changed.emit()
 
-    def spec(self, i: int) -> tuple[str, str | None, list[int], object]:
+    def spec(self, i: int) -> Entry:
         where = f"methods #{i}"
         return (self.method.currentData(), self.draft.text().strip() or None,
                 parse_ints(self.n.text(), f"{where} N values"), self.source.value(f"{where} acceptance"))
@@ -209,10 +194,11 @@ def parse_ints_or_none(text: str) -> list[int] | None:
         return None
 
 
-def build(target: str, entries: list, db_path: Path | None, base: Path, **workload) -> tuple[str, plan.Plan]:
+def build(target: str, entries: list[Entry], db_path: Path | None, base: Path,
+          **workload: Any) -> tuple[str, plan.Plan]:
     """The plan's text and what `workbench.plan` makes of it (off the GUI thread: a shape is
     materialised on first use, a measured curve read from the database)."""
-    resolved = []
+    resolved: list[Entry] = []
     for method, draft, ns, accepted in entries:
         if isinstance(accepted, Measured):
             if db_path is None:
@@ -227,7 +213,7 @@ class WhatIfDialog(QDialog):
     planned = Signal(object, dict)  # the plan file written, its document
 
     def __init__(self, target: str, label: str, repo: str | None, db_path: Path | None, folder: Path,
-                 parent=None, vllm: VllmInstall | None = None):
+                 parent: QWidget | None = None, vllm: VllmInstall | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"What-if: {label}")
         self.target, self.label, self.repo, self.db_path, self.folder = target, label, repo, db_path, folder
@@ -252,8 +238,8 @@ class WhatIfDialog(QDialog):
         self.prompts.setToolTip("Prompts per run at every concurrency: at least the highest concurrency fills "
                                 "every slot; more gives several waves")
         self.message = QLabel(wordWrap=True)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = self.buttons.button(QDialogButtonBox.Ok)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok.setText("Write plan and open it")
         self.ok.setDefault(True)
         self.buttons.accepted.connect(self.accept)
@@ -273,7 +259,7 @@ class WhatIfDialog(QDialog):
         layout.addWidget(note)
         layout.addWidget(header)
         layout.addLayout(self.rows_box)
-        layout.addWidget(add, alignment=Qt.AlignLeft)
+        layout.addWidget(add, alignment=Qt.AlignmentFlag.AlignLeft)
         layout.addLayout(form)
         layout.addWidget(self.message)
         layout.addWidget(self.buttons)
@@ -342,14 +328,14 @@ class WhatIfDialog(QDialog):
     def accept(self) -> None:
         self.check(write=True)
 
-    def _failed(self, key, exc: BaseException) -> None:
+    def _failed(self, key: tuple[int, bool], exc: BaseException) -> None:
         if key == self._pending:
             self._pending = None
             known = isinstance(exc, (plan.PlanError, whatif.WhatIfError))
             text = str(exc) if known else f"{type(exc).__name__}: {exc}"
             self._say(text.strip().splitlines()[0] if text.strip() else type(exc).__name__, error=True)
 
-    def _built(self, key, built: tuple[str, plan.Plan]) -> None:
+    def _built(self, key: tuple[int, bool], built: tuple[str, plan.Plan]) -> None:
         if key != self._pending:
             return  # the form changed since: a newer check answers
         self._pending = None

@@ -6,12 +6,20 @@ page's "Servers at once" went from 1 to 8 that way).
 One application-wide event filter instead of a subclass per widget, so every form of the app,
 present and future, behaves alike: on polish each such widget gets StrongFocus (Qt's WheelFocus
 default would give it focus, and so the wheel, on the first wheel event), and a wheel event over
-one without focus goes to the scroll area it sits in instead, so the page under it still scrolls."""
+one without focus goes to the scroll area it sits in instead, so the page under it still scrolls.
+
+The What-if dialog's fields are classes of their own too (SpinBox, DoubleSpinBox, ComboBox below),
+which take the wheel only with focus whether or not the guard is installed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox, QWidget
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import (QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox, QDoubleSpinBox,
+                               QSpinBox, QWidget)
 
 GUARDED = (QAbstractSpinBox, QComboBox)
 
@@ -50,3 +58,38 @@ def install(app: QApplication | None = None) -> WheelGuard:
         guard = WheelGuard(owner)  # a child of the application: found again, and freed with it
         owner.installEventFilter(guard)
     return guard
+
+
+def _wheel(widget: QWidget, event: QWheelEvent, take: Callable[[QWheelEvent], None]) -> None:
+    """The wheel event to `take` (the Qt class's own handler) while `widget` has focus; else ignored."""
+    if widget.hasFocus():
+        take(event)
+    else:
+        event.ignore()
+
+
+class SpinBox(QSpinBox):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
+        _wheel(self, event, super().wheelEvent)
+
+
+class DoubleSpinBox(QDoubleSpinBox):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
+        _wheel(self, event, super().wheelEvent)
+
+
+class ComboBox(QComboBox):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
+        _wheel(self, event, super().wheelEvent)
