@@ -4,12 +4,15 @@ speedup ± 95% interval and noise verdict, the fastest in bold."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
 from app.models.columns import header as column_header
 from app.models.runs_model import RowsModel
 from workbench import report
+from workbench.analysis.answer import AnswerRow
 from workbench.report import palette
 
 COLUMNS = [
@@ -30,31 +33,32 @@ COLUMNS = [
 FORMATS = {"tok_s": "{:.1f}", "baseline_tok_s": "{:.1f}", "mal": "{:.2f}", "cv": "{:.1%}"}
 
 
-class AnswerModel(RowsModel):
+class AnswerModel(RowsModel[AnswerRow]):
     columns = COLUMNS
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         key = COLUMNS[index.column()][0]
         row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             if key == "speedup":
                 return report.speedup_text(row)
             if key == "config" and row.fastest:
                 return f"{row.config} — {row.fastest_note or 'fastest'}"
             return report.cell(row, key, FORMATS.get(key, "{}"))
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.UserRole:
             return getattr(row, key)  # the column's key is the field it shows
-        if role == Qt.DecorationRole and key == "config":
+        if role == Qt.ItemDataRole.DecorationRole and key == "config":
             return QColor(palette.colour(row.method, row.n))
-        if role == Qt.FontRole and row.fastest_sure:
+        if role == Qt.ItemDataRole.FontRole and row.fastest_sure:
             font = QFont()
             font.setBold(True)
             return font
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             return row.target if key == "target_short" else row.command
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
         return column_header(COLUMNS, section, orientation, role)

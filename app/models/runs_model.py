@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from app.models.columns import header as column_header
 from workbench import store
@@ -38,7 +39,7 @@ COLUMNS = [
                                  "chose; the tooltip has every recorded field"),
     ("error", "Error", "Why a run failed"),
 ]
-SORT_ROLE = Qt.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 FORMATS = {"mal": "{:.2f}", "acceptance_rate": "{:.3f}", "output_tok_s": "{:.1f}"}
 
 
@@ -66,17 +67,17 @@ def history_row(run: store.RunRecord, note: store.Annotation | None) -> HistoryR
     return HistoryRow(run=run) if note is None else HistoryRow(run=run, tags=note.tags, notes=note.notes)
 
 
-def cell(row: HistoryRow, key: str, role):
+def cell(row: HistoryRow, key: str, role: int) -> Any:
     """What a run's cell shows in a role: the flat table and History's tree show runs alike."""
     run = row.run
     value = row.value(key)
     redone_by = run.redone_by  # a failed attempt kept beside the run that redid it
-    if redone_by is not None and key == "status" and role in (Qt.DisplayRole, Qt.ToolTipRole):
-        return (f"{value} (redone: run {redone_by})" if role == Qt.DisplayRole
+    if redone_by is not None and key == "status" and role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+        return (f"{value} (redone: run {redone_by})" if role == Qt.ItemDataRole.DisplayRole
                 else f"This attempt {value} and was redone as run {redone_by}; its error and log tail are kept")
     if redone_by is not None and key == "id" and role == SORT_ROLE:
         return redone_by + 0.5  # right after its redo when sorted by run
-    if role == Qt.DisplayRole:
+    if role == Qt.ItemDataRole.DisplayRole:
         if key == "lossless_identical" and run.graded:
             value = value if value is not None else 0  # accuracy alone (a baseline)
         if value is None:
@@ -94,55 +95,59 @@ def cell(row: HistoryRow, key: str, role):
         if key == "lossless_identical":
             return ("! " if lossless.verdict(run) else "") + lossless.summary(run)
         return FORMATS.get(key, "{}").format(value)
-    if role == Qt.ToolTipRole and key in ("target", "error") and value:
+    if role == Qt.ItemDataRole.ToolTipRole and key in ("target", "error") and value:
         return str(value)
-    if role == Qt.ToolTipRole and key == "lossless_identical":
+    if role == Qt.ItemDataRole.ToolTipRole and key == "lossless_identical":
         return lossless.verdict(run)
-    if role == Qt.ToolTipRole and key == "method" and run.what_if:
+    if role == Qt.ItemDataRole.ToolTipRole and key == "method" and run.what_if:
         return compare.marker(run)
-    if role == Qt.ToolTipRole and key == "provenance" and value:
+    if role == Qt.ItemDataRole.ToolTipRole and key == "provenance" and value:
         return "\n".join(f"{label}: {text}" for label, text in host_facts.provenance_rows(json.loads(value)))
     if role == SORT_ROLE:
         return value if value is not None else ("" if key in ("provenance", "tags") else -1)
-    if role == Qt.TextAlignmentRole and key not in ("status", "tags", "target", "method", "workload", "error", "started",
+    if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("status", "tags", "target", "method", "workload", "error", "started",
                                                      "provenance", "lossless_identical"):
-        return int(Qt.AlignRight | Qt.AlignVCenter)
+        return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return None
 
 
-class RowsModel(QAbstractTableModel):
+RowT = TypeVar("RowT")
+
+
+class RowsModel(QAbstractTableModel, Generic[RowT]):
     """A table of rows with a fixed list of columns; subclasses say what a row is and how a cell
     is shown."""
 
-    columns: list = []
+    columns: Sequence[tuple[str, str, Any]] = []
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._rows: list[Any] = []
+        self._rows: list[RowT] = []
 
-    def set_rows(self, rows: list[Any]) -> None:
+    def set_rows(self, rows: list[RowT]) -> None:
         self.beginResetModel()
         self._rows = rows
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802 - Qt's name
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt's name
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802 - Qt's name
         return 0 if parent.isValid() else len(self.columns)
 
-    def row(self, i: int) -> Any:
+    def row(self, i: int) -> RowT:
         return self._rows[i]
 
 
-class RunsModel(RowsModel):
+class RunsModel(RowsModel[HistoryRow]):
     """History's runs, flat: a HistoryRow a row."""
     columns = COLUMNS
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         return cell(self._rows[index.row()], COLUMNS[index.column()][0], role)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
         return column_header(COLUMNS, section, orientation, role)

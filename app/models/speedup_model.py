@@ -3,11 +3,14 @@ in bold, what-if rows (when let in) in italics, a tip on every column header."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
 from app.models.runs_model import RowsModel
 from workbench import report
+from workbench.analysis.compare import Figures
 
 TIPS = {
     "best_n": "The N with the highest mean output tokens/s for this method, workload and concurrency",
@@ -26,37 +29,38 @@ TIPS = {
 ALL_COLUMNS = report.ALL_FIGURES_COLUMNS
 
 
-class SpeedupModel(RowsModel):
+class SpeedupModel(RowsModel[Figures]):
     """Every figure of every configuration, its method's best N in bold."""
     columns = ALL_COLUMNS
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         key, _, fmt = ALL_COLUMNS[index.column()]
         row = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return report.shown(row, key, fmt)
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.UserRole:
             return getattr(row, key)  # the column's key is the field it shows
-        if role == Qt.ToolTipRole and key == "target":
+        if role == Qt.ItemDataRole.ToolTipRole and key == "target":
             return row.target
-        if role == Qt.FontRole and (row.what_if or row.best):
+        if role == Qt.ItemDataRole.FontRole and (row.what_if or row.best):
             font = QFont()  # a what-if row (let in by the user's tick) in italics; the best N in bold
             font.setItalic(row.what_if)
             font.setBold(row.best)
             return font
         if row.what_if:
-            if role == Qt.ToolTipRole:
+            if role == Qt.ItemDataRole.ToolTipRole:
                 return f"what-if, acceptance imposed: {row.imposed_source} (dummy weights, not measured)"
         return None
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802 - Qt's name
-        if orientation != Qt.Horizontal or not 0 <= section < len(ALL_COLUMNS):
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> str | None:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(ALL_COLUMNS):
             return None
         key, label, _ = ALL_COLUMNS[section]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return label
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             return TIPS.get(key)
         return None
