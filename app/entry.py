@@ -1,8 +1,12 @@
 """The `draftbench` command: the desktop app with no arguments, the headless CLI otherwise."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from workbench import cli
+
+if TYPE_CHECKING:
+    from workbench.usecases.export_options import ExportOptions
 
 
 def _gui(db: str | None, smoke_test: bool = False, debug: bool = False) -> int:
@@ -14,7 +18,7 @@ def _gui(db: str | None, smoke_test: bool = False, debug: bool = False) -> int:
     return gui_main(db, smoke_test)
 
 
-def _draw(options) -> int:
+def _draw(options: "ExportOptions") -> int:
     """`options`: the ExportOptions of `export` or `report`, parsed by workbench.cli.export."""
     # Charts are drawn with pyqtgraph (offscreen when there is no display): imported only for them.
     from app.exports import main as export_main

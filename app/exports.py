@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench import report, store
 from workbench.usecases import compare_view
@@ -15,10 +16,13 @@ from workbench.usecases.chart_names import ALL_CHARTS, WHAT_IF_CHART_NAMES
 from workbench.usecases.compare_view import CompareView, select
 from workbench.usecases.export_options import ExportError, ExportOptions
 
+if TYPE_CHECKING:  # Qt is loaded only when charts are drawn
+    from PySide6.QtCore import QCoreApplication
+
 WHAT_IF_TABLE = "what_if_table"  # the what-if table's file name, apart from speedup_table (measured only)
 
 
-def _app():
+def _app() -> QCoreApplication:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     # Deferred: Qt is loaded only when charts are drawn, so reading the data (compare_view) stays headless
@@ -95,7 +99,9 @@ def write_report(view: CompareView, path: Path, title: str) -> Path:
     from app.widgets import chart_export, charts as chartlib
 
     _app()
-    figures, missing, what_if_figures = [], [], []
+    figures: list[tuple[str, str]] = []  # (title, SVG text)
+    missing: list[tuple[str, str]] = []  # (title, why)
+    what_if_figures: list[tuple[str, str]] = []
     for name in ALL_CHARTS:
         if name not in view.drawable:
             if name not in WHAT_IF_CHART_NAMES:

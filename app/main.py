@@ -9,8 +9,9 @@ import tomllib
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer, Signal
-from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtWidgets import (QAbstractButton, QApplication, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox,
+                               QTabWidget)
 
 from app import menus
 from app.exports import ExportError
@@ -35,7 +36,7 @@ MAX_RECENT = 8
 
 
 def settings() -> QSettings:
-    return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.IniFormat)
+    return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.Format.IniFormat)
 
 
 def _probe(vllm: host_facts.VllmInstall | None) -> tuple[host_facts.VllmInstall, set[str]]:
@@ -48,8 +49,9 @@ class MainWindow(QMainWindow):
     the window opens at once and the Run button waits for the answer)."""
 
     engine_probed = Signal(object)
+    recent_menu: QMenu  # File > Recent databases, made by menus.build
 
-    def __init__(self, db_path: Path | None = None, vllm: host_facts.VllmInstall | None = None):
+    def __init__(self, db_path: Path | None = None, vllm: host_facts.VllmInstall | None = None) -> None:
         super().__init__()
         wheel_guard.install()
         self.settings = settings()
@@ -62,7 +64,7 @@ class MainWindow(QMainWindow):
         self.vllm = host_facts.VllmInstall(host_facts.default_python(), "?", None, None, None, None, None)
         self.probing = True
         self.sweep: Sweep | None = None
-        self.db_path = Path(db_path or self.settings.value("db/last", str(paths.default_db())))
+        self.db_path = Path(db_path or str(self.settings.value("db/last", str(paths.default_db()))))
 
         self.experiment = ExperimentPage(self.vllm, set())
         self.live = LivePage()
@@ -188,7 +190,7 @@ class MainWindow(QMainWindow):
         self.experiment.db_path = path
         self.experiment.validate()
         self.settings.setValue("db/last", str(path))
-        recent = [str(path)] + [p for p in (self.settings.value("db/recent", [], type=list) or []) if p != str(path)]
+        recent = [str(path)] + [p for p in menus.recent_databases(self.settings) if p != str(path)]
         self.settings.setValue("db/recent", recent[:MAX_RECENT])
         menus.update_recent(self)
         self.live.follow(path)
@@ -284,8 +286,8 @@ class MainWindow(QMainWindow):
     def _follow(self, sweep: Sweep) -> None:
         self.sweep = sweep
         self.live.follow(self.db_path)
-        sweep.event.connect(self.live.on_event)
-        sweep.event.connect(self._on_event)
+        sweep.event_read.connect(self.live.on_event)
+        sweep.event_read.connect(self._on_event)
         sweep.ended.connect(self._sweep_ended)
         self.experiment.set_running(True)
         self.refresh_history()
@@ -328,23 +330,24 @@ class MainWindow(QMainWindow):
             active = store.active_sweeps(db)
         finally:
             store.close(db)
-        if active and active[0].events_path and Path(active[0].events_path).exists():
+        if active and active[0].pid is not None and active[0].events_path and Path(active[0].events_path).exists():
             self._follow(Sweep(active[0].pid, Path(active[0].events_path), parent=self))
             self.tabs.setCurrentWidget(self.live)
             self.statusBar().showMessage(f"Reattached to the sweep in progress (runner pid {active[0].pid})")
 
     def ask_close(self) -> str:
         """'stop', 'keep' or 'cancel' when a sweep is running (a separate method so tests can answer)."""
-        box = QMessageBox(QMessageBox.Question, "A sweep is running",
+        box = QMessageBox(QMessageBox.Icon.Question, "A sweep is running",
                           "A sweep is running. Stop it, or keep it running and reattach when Draftbench opens again?",
                           parent=self)
-        stop = box.addButton("Stop sweep", QMessageBox.DestructiveRole)
-        keep = box.addButton("Keep running", QMessageBox.AcceptRole)
-        box.addButton(QMessageBox.Cancel)
+        stop = box.addButton("Stop sweep", QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Keep running", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
         box.exec()
-        return {stop: "stop", keep: "keep"}.get(box.clickedButton(), "cancel")
+        answers: dict[QAbstractButton, str] = {stop: "stop", keep: "keep"}
+        return answers.get(box.clickedButton(), "cancel")
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if self.sweep is not None and self.sweep.alive:
             answer = self.ask_close()
             if answer == "cancel":
@@ -368,7 +371,7 @@ def main(db: str | None = None, smoke_test: bool = False) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Draftbench")
     app.setOrganizationName("Draftbench")
-    app.setWindowIcon(QIcon(str(paths.resources_dir() / "icons" / "draftbench.svg")))
+    QApplication.setWindowIcon(QIcon(str(paths.resources_dir() / "icons" / "draftbench.svg")))
     theme.apply()
     worker.collect_on_gui_thread()
     window = MainWindow(Path(db) if db else None)

@@ -7,13 +7,18 @@ again" resumes a stored experiment: its failed baseline first, then the runs tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QMessageBox, QSpinBox, QVBoxLayout,
+                               QWidget)
 
 from workbench import plan, store
 from workbench.usecases import attempts, sweeps
+
+if TYPE_CHECKING:  # the main window owns this and is imported for its type only
+    from app.main import MainWindow
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,10 @@ class FinishedDialog(QDialog):
         row.addWidget(count_label)
         row.addWidget(self.count)
         row.addStretch(1)
-        buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        self.again = buttons.addButton("Run &again", QDialogButtonBox.AcceptRole)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.again = buttons.addButton("Run &again", QDialogButtonBox.ButtonRole.AcceptRole)
         self.again.setToolTip("Start the plan as a new experiment: every run measured again")
-        self.add = buttons.addButton("Add &repeats…", QDialogButtonBox.AcceptRole)
+        self.add = buttons.addButton("Add &repeats…", QDialogButtonBox.ButtonRole.AcceptRole)
         self.add.setToolTip(self.count.toolTip())
         self.again.setDefault(True)
         self.again.clicked.connect(lambda: self._choose(Choice(again=True)))
@@ -68,10 +73,10 @@ class FinishedDialog(QDialog):
         layout.addLayout(row)
         layout.addWidget(buttons)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
         # Enter in the spin box means the button beside it, not the default Run again: a count just
         # typed must not start a whole new experiment instead.
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.count.hasFocus():
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.count.hasFocus():
             self.add.click()
             return
         super().keyPressEvent(event)
@@ -84,7 +89,7 @@ class FinishedDialog(QDialog):
 class Rerun:
     """The main window's runs of a plan again: a finished one, or a stored experiment's."""
 
-    def __init__(self, window: QMainWindow):
+    def __init__(self, window: MainWindow) -> None:
         self.window = window
 
     def intercepts(self, p: plan.Plan, text: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Self
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -29,15 +30,16 @@ def draftbench_argv(*args: str) -> tuple[str, list[str]]:
 
 
 class Child(QObject):
-    """Emits each event of the child as a typed record, then `ended` once it has exited (or sent
-    one of the `final` kinds) and every event it wrote has been emitted."""
+    """Emits each event of the child as a typed record (`event_read`), then `ended` once it has
+    exited (or sent one of the `final` kinds) and every event it wrote has been emitted."""
 
-    event = Signal(object)
+    # Not named `event`: that is QObject's handler of Qt's own events, which a signal would hide.
+    event_read = Signal(object)
     ended = Signal()
     final: tuple[type[events.Event], ...] = ()
 
-    def __init__(self, pid: int, events_path: Path, stderr_path: Path | None = None, parent=None,
-                 proc: subprocess.Popen | None = None):
+    def __init__(self, pid: int, events_path: Path, stderr_path: Path | None = None, parent: QObject | None = None,
+                 proc: subprocess.Popen[bytes] | None = None) -> None:
         super().__init__(parent)
         self.pid = pid
         self.proc = proc  # None for a child an earlier run of the app started
@@ -50,8 +52,8 @@ class Child(QObject):
         self.timer.start()
 
     @classmethod
-    def start(cls, args: list[str], events_path: Path, stderr_path: Path, cwd: Path, parent=None,
-              env: dict[str, str] | None = None):
+    def launch(cls, args: list[str], events_path: Path, stderr_path: Path, cwd: Path, parent: QObject | None = None,
+               env: dict[str, str] | None = None) -> Self:
         """`draftbench ARGS` with its output going to `stderr_path`, `env` added to the app's own
         environment; raises OSError when it cannot start."""
         program, argv = draftbench_argv(*args)
@@ -75,7 +77,7 @@ class Child(QObject):
             return
         running = self.alive  # asked before reading, so the events it wrote before exiting are read
         for event in self.follower.read():
-            self.event.emit(event)
+            self.event_read.emit(event)
             if isinstance(event, self.final):
                 self._finish()
         if not running:

@@ -19,7 +19,7 @@ def check_database(path: Path) -> None:
         store.close(db)
 
 
-def latest_runs(path: Path) -> list[dict]:
+def latest_runs(path: Path) -> list[store.RunRecord]:
     """The runs of the file's latest experiment, none before the file exists."""
     try:
         return select(path) if path.exists() else []

@@ -7,8 +7,11 @@ Closing the app can leave a sweep running; the app finds it again through the da
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
+
+from PySide6.QtCore import QObject
 
 from app.jobs.child import Child
 from workbench import events, paths, store
@@ -20,10 +23,11 @@ class Sweep(Child):
 
     final = (events.SweepFinished,)
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, pid: int, events_path: Path, stderr_path: Path | None = None, parent: QObject | None = None,
+                 proc: subprocess.Popen[bytes] | None = None) -> None:
+        super().__init__(pid, events_path, stderr_path, parent, proc)
         self.end: events.SweepFinished | None = None  # its end event, once read
-        self.event.connect(self._note_end)
+        self.event_read.connect(self._note_end)
 
     def _note_end(self, event: events.Event) -> None:
         if isinstance(event, events.SweepFinished):
@@ -41,7 +45,7 @@ class Sweep(Child):
         return None
 
     @classmethod
-    def start(cls, plan_path: str, db_path: str, parent=None, remote: str | None = None,
+    def start(cls, plan_path: str, db_path: str, parent: QObject | None = None, remote: str | None = None,
               ray: str | None = None, again: bool = False, add_repeats: int = 0) -> "Sweep":
         """Raises OSError when the runner cannot be started."""
         folder = paths.data_dir() / "sweeps"
@@ -52,7 +56,7 @@ class Sweep(Child):
         events_path.touch()
         args = children.runner_args(plan_path, db_path, str(events_path), str(stderr), remote, ray, again, add_repeats)
         # The runner reads this process's CPU over every measurement window (workbench.sweep.app_cpu).
-        return super().start(args, events_path, stderr, Path.cwd(), parent, env=children.runner_env())
+        return cls.launch(args, events_path, stderr, Path.cwd(), parent, env=children.runner_env())
 
     def close_row(self, db_path: Path) -> None:
         """Once the runner is gone: a runner that exited without closing its sweep row (killed, or

@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
-from pyqtgraph.util.garbage_collector import GarbageCollector
+# pyqtgraph ships no type information (no stubs, no py.typed): its collector is untyped here.
+from pyqtgraph.util.garbage_collector import GarbageCollector  # type: ignore[import-untyped]
 
 # A Python thread per call, not QThreadPool's: a QRunnable subclass is released on the pool's
 # thread, and shiboken then defers its deletion to the GUI thread, where PySide 6.10 called a null
@@ -62,13 +63,13 @@ class _Dispatcher(QObject):
     answered = Signal(int)
     progressed = Signal(int, object)
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.answered.connect(self._hand_over)
         self.progressed.connect(self._hand_progress)
 
     @Slot(int, object)
-    def _hand_progress(self, number: int, args: tuple) -> None:
+    def _hand_progress(self, number: int, args: tuple[Any, ...]) -> None:
         call = _calls.get(number)
         if call is not None and call.on_progress is not None and shiboken6.isValid(call.owner):
             call.on_progress(*args)
@@ -99,6 +100,7 @@ class Call:
         return self.done.wait(timeout_s)
 
     def finish(self) -> None:
+        assert self.outcome is not None  # its thread set it before saying the call was answered
         ok, value = self.outcome
         # The window or page that asked may be gone by the time the answer comes.
         if not shiboken6.isValid(self.owner):
@@ -179,8 +181,16 @@ class Latest:
     def run(self, fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
             on_error: Callable[[BaseException], None]) -> Call:
         asked = self.drop()
-        return run(fn, owner, lambda value: asked == self._asked and on_done(value),
-                   lambda exc: asked == self._asked and on_error(exc))
+
+        def done(value: Any) -> None:
+            if asked == self._asked:
+                on_done(value)
+
+        def failed(exc: BaseException) -> None:
+            if asked == self._asked:
+                on_error(exc)
+
+        return run(fn, owner, done, failed)
 
     def drop(self) -> int:
         """No call in flight is answered any more (something newer was shown without one)."""

@@ -124,12 +124,12 @@ class TrainPage(QWidget):
         self.curve = training.LossCurve.read(out)
         self._cancelling, self.summary = False, None
         try:
-            self.child = Child.start(self.argv(events_path), events_path, events_path.with_suffix(".stderr.txt"),
+            self.child = Child.launch(self.argv(events_path), events_path, events_path.with_suffix(".stderr.txt"),
                                      Path.cwd(), self)
         except OSError as exc:
             QMessageBox.critical(self, "Train", f"could not start the training process: {exc}")
             return
-        self.child.event.connect(self.on_event)
+        self.child.event_read.connect(self.on_event)
         self.child.ended.connect(self._finished)
         self._set_running(True)
         self.status.setText("Starting…")
