@@ -29,7 +29,8 @@ def action(window: MainWindow, menu: QMenu, text: str, shortcut: str | QKeySeque
 def build(window: MainWindow) -> None:
     """The File, Sweep, View and Help menus of the main window."""
     f = window.menuBar().addMenu("&File")
-    action(window, f, "&Open plan…", QKeySequence.StandardKey.Open, window.open_plan, "Load a plan file into the Experiment form")
+    action(window, f, "&Open plan…", QKeySequence.StandardKey.Open, window.open_plan,
+           "Load a plan file into the Experiment form")
     action(window, f, "&Save plan", QKeySequence.StandardKey.Save, window.save_plan, "Save the plan")
     action(window, f, "Save plan &as…", "Ctrl+Shift+S", lambda: window.save_plan(ask=True), "Save the plan to a new file")
     action(window, f, "Load the &quick demo plan", None, lambda: window.load_demo(QUICK),

@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
-# pyqtgraph ships no type information (no stubs, no py.typed): its collector is untyped here.
-from pyqtgraph.util.garbage_collector import GarbageCollector  # type: ignore[import-untyped]
+from pyqtgraph.util.garbage_collector import GarbageCollector  # type: ignore[import-untyped]  # ships no types
 
 # A Python thread per call, not QThreadPool's: a QRunnable subclass is released on the pool's
 # thread, and shiboken then defers its deletion to the GUI thread, where PySide 6.10 called a null
@@ -85,7 +84,7 @@ class Call:
     """One blocking call in flight; its answer is handed over on the GUI thread."""
 
     def __init__(self, fn: Callable[..., Any], owner: QObject, on_done: Callable[[Any], None],
-                 on_error: Callable[[BaseException], None] | None,
+                 on_error: Callable[[Exception], None] | None,
                  on_progress: Callable[..., None] | None = None):
         self.fn = fn
         self.owner = owner
@@ -136,7 +135,7 @@ def _job(number: int, dispatcher: "_Dispatcher") -> None:
 
 
 def run(fn: Callable[..., Any], owner: QObject, on_done: Callable[[Any], None],
-        on_error: Callable[[BaseException], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
         on_progress: Callable[..., None] | None = None) -> Call:
     """Calls `fn()` on a thread of its own; then `on_done(result)` (or `on_error(exception)`) on
     the GUI thread, unless `owner` has been deleted meanwhile. With `on_progress`, `fn(progress)`
@@ -179,14 +178,14 @@ class Latest:
         self._asked = 0
 
     def run(self, fn: Callable[[], Any], owner: QObject, on_done: Callable[[Any], None],
-            on_error: Callable[[BaseException], None]) -> Call:
+            on_error: Callable[[Exception], None]) -> Call:
         asked = self.drop()
 
         def done(value: Any) -> None:
             if asked == self._asked:
                 on_done(value)
 
-        def failed(exc: BaseException) -> None:
+        def failed(exc: Exception) -> None:
             if asked == self._asked:
                 on_error(exc)
 

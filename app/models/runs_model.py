@@ -105,8 +105,8 @@ def cell(row: HistoryRow, key: str, role: int) -> Any:
         return "\n".join(f"{label}: {text}" for label, text in host_facts.provenance_rows(json.loads(value)))
     if role == SORT_ROLE:
         return value if value is not None else ("" if key in ("provenance", "tags") else -1)
-    if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("status", "tags", "target", "method", "workload", "error", "started",
-                                                     "provenance", "lossless_identical"):
+    if role == Qt.ItemDataRole.TextAlignmentRole and key not in (
+            "status", "tags", "target", "method", "workload", "error", "started", "provenance", "lossless_identical"):
         return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return None
 

@@ -15,8 +15,8 @@ import html
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QAbstractItemModel, Qt
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
     QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
@@ -54,19 +54,19 @@ def build_view(rows: list[store.RunRecord], db_path: Path | None, include_partia
                                                      "against each experiment's own baseline.")
 
 
-def _table(model) -> QTableView:
+def _table(model: QAbstractItemModel) -> QTableView:
     view = QTableView()
     view.setModel(model)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     view.horizontalHeader().setStretchLastSection(True)
     view.verticalHeader().setVisible(False)
-    view.setSelectionBehavior(QAbstractItemView.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     return view
 
 
 class ComparePage(QWidget):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.rows: list[store.RunRecord] = []
         self.db_path: Path | None = None
@@ -101,10 +101,10 @@ class ComparePage(QWidget):
         self.copy_button.clicked.connect(self.copy_command)
         self.copy_button.setEnabled(False)
         self.command = QLabel("")
-        self.command.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.command.setWordWrap(True)
         serve = QHBoxLayout()
-        serve.addWidget(self.copy_button, 0, Qt.AlignTop)
+        serve.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
         serve.addWidget(self.command, 1)
 
         self.charts = ChartPane()
@@ -140,9 +140,10 @@ class ComparePage(QWidget):
         top_box.addLayout(serve)
         # A splitter sizes its part without asking how tall the wrapped notes under the answer need
         # to be, so a short window drew them over the table: in a scroll area the part scrolls instead.
-        top_scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        top_scroll = QScrollArea(widgetResizable=True)
+        top_scroll.setFrameShape(QFrame.Shape.NoFrame)
         top_scroll.setWidget(top)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top_scroll)
         split.addWidget(self.below)
         split.addWidget(self.what_if)
@@ -266,7 +267,7 @@ class ComparePage(QWidget):
         self.chooser.setCurrentIndex(keep if keep >= 0 else 0)
         self._show_chart()
 
-    def _show_chart(self, *_):
+    def _show_chart(self, *_: object) -> None:
         name = self.chooser.currentData()
         self.stack.setVisible(name is not None)
         if name:
@@ -275,7 +276,7 @@ class ComparePage(QWidget):
     def show_chart(self, name: str) -> None:
         self.chooser.setCurrentIndex(self.chooser.findData(name))
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         for plot in self.plots.values():
             chartlib.fit_legend(plot, max(self.stack.height(), 200))
@@ -285,7 +286,7 @@ class ComparePage(QWidget):
         selected = self.answer.selectionModel().selectedRows()
         return self.answer_model.row(selected[0].row()) if selected else None
 
-    def _chosen(self, *_):
+    def _chosen(self, *_: object) -> None:
         row = self.chosen()
         self.copy_button.setEnabled(row is not None)
         self.command.setText(f"<code>{row.command}</code>" if row else "")

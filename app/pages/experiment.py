@@ -6,6 +6,7 @@ import copy
 import html
 import tomllib
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import tomli_w
 from PySide6.QtCore import QTimer, Signal
@@ -15,7 +16,7 @@ from app.jobs import worker
 from app.widgets import theme
 from app.widgets.demo_bar import DemoBar
 from app.widgets.findings import FindingsPanel, plan_summary
-from app.widgets.methods_table import MethodsTable
+from app.widgets.methods_table import MethodRow, MethodsTable
 from app.widgets.plan_fields import KeysBox
 from app.widgets.profile_form import ProfileForm
 from app.widgets.target_box import TargetBox
@@ -28,7 +29,7 @@ from workbench.usecases import commands, findings, host_facts
 class ExperimentPage(QWidget):
     run_requested = Signal(object, str)  # the plan, its TOML text
 
-    def __init__(self, vllm: host_facts.VllmInstall, modules: set[str], parent=None):
+    def __init__(self, vllm: host_facts.VllmInstall, modules: set[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.vllm = vllm
         self.modules = modules
@@ -37,9 +38,9 @@ class ExperimentPage(QWidget):
         self.current: plan.Plan | None = None
         self.running = False
         # The document the form edits a copy of, what the form showed of it, and its launch profile.
-        self._source: dict = {}
-        self._shown: dict = {}
-        self._shown_profile: dict | None = None
+        self._source: dict[str, Any] = {}
+        self._shown: dict[tuple[str, ...], object] = {}
+        self._shown_profile: dict[str, Any] | None = None
         self._resolved_profile = profiles.Profile()
         self._pending_run: tuple[str, str | None] | None = None  # Run pressed before the check answered
         self.run_remote: str | None = None
@@ -88,7 +89,7 @@ class ExperimentPage(QWidget):
 
         self.commands = QPlainTextEdit(readOnly=True)
         self.commands.setFont(theme.mono())
-        self.commands.setLineWrapMode(QPlainTextEdit.WidgetWidth)
+        self.commands.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.commands.setToolTip("The exact vLLM command of every server this plan launches, with its runs")
         self.status = FindingsPanel()
         self.run_button = QPushButton("Run sweep")
@@ -119,7 +120,7 @@ class ExperimentPage(QWidget):
 
     # --- form <-> plan document -----------------------------------------------------------------
     @property
-    def rows(self):
+    def rows(self) -> list[MethodRow]:
         return self.methods_table.rows
 
     def set_document(self, doc: dict) -> None:
@@ -158,7 +159,13 @@ class ExperimentPage(QWidget):
         fields[("sweep", "parallel")] = None if parallel == 1 else parallel
         return fields
 
-    def _profile_table(self, strict: bool = True) -> dict | None:
+    @overload
+    def _profile_table(self, strict: Literal[True] = ...) -> dict[str, Any]: ...
+
+    @overload
+    def _profile_table(self, strict: bool) -> dict[str, Any] | None: ...
+
+    def _profile_table(self, strict: bool = True) -> dict[str, Any] | None:
         try:
             return self.profile_form.table()
         except profiles.ProfileError as exc:
@@ -174,7 +181,10 @@ class ExperimentPage(QWidget):
         kept = [m for m in source.get("methods", []) if isinstance(m, dict) and m.get("method") == "baseline"]
         doc["methods"] = kept + [form_keep.method_entry(row.source, row.shown, row.entry(i))
                                  for i, row in enumerate(self.rows, 1)]
-        profile = form_keep.profile_value(source.get("profile"), self._resolved_profile, self._shown_profile,
+        # A profile the form could not show is None: unequal to any table, so the form's settings are
+        # written, as profile_value means; its annotation leaves that case out.
+        profile = form_keep.profile_value(source.get("profile"), self._resolved_profile,
+                                          self._shown_profile,  # type: ignore[arg-type]
                                           self._profile_table(), self.profile_form.controlled())
         form_keep.set_path(doc, ("profile",), profile)
         return doc
@@ -254,7 +264,7 @@ class ExperimentPage(QWidget):
                                    and not self.running and not self.status.has_errors()
                                    and self._pending_run is None)
 
-    def _gpus_detected(self, found: tuple) -> None:
+    def _gpus_detected(self, found: tuple[str, list[host_facts.Gpu]]) -> None:
         self.host_platform = found[0]
         self.profile_form.set_host(found[0])
         self.validate()
@@ -275,7 +285,7 @@ class ExperimentPage(QWidget):
             return
         self._run_checked(p, found, remote)
 
-    def _run_checked(self, p: plan.Plan, found: list, remote: str | None) -> None:
+    def _run_checked(self, p: plan.Plan, found: list[findings.Finding], remote: str | None) -> None:
         if not any(f.level == findings.ERROR for f in found):
             self.run_remote = remote  # read by the window's slot, within the emit
             try:
@@ -288,7 +298,7 @@ class ExperimentPage(QWidget):
         if not self.running:
             self.run_button.setText("Run sweep")
         doc = self.document_or_none() if pending is not None else None  # an edit may have broken it since
-        if doc is not None and self.current is not None and not self.running \
+        if pending is not None and doc is not None and self.current is not None and not self.running \
                 and pending[0] == self._check_key(tomli_w.dumps(doc)):
             found = self.status.known(pending[0])
             if found is None:

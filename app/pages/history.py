@@ -3,6 +3,7 @@ filterable, deletable, openable in Live."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
@@ -31,7 +32,7 @@ class HistoryPage(QWidget):
     compare = Signal(list)  # the RunRecords to compare
     pinned_changed = Signal(object)  # the run pinned as the baseline, None when unpinned
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.db_path: Path | None = None
         self._loaded_from: Path | None = None
@@ -47,15 +48,15 @@ class HistoryPage(QWidget):
         self.view = QTreeView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
-        self.view.sortByColumn(0, Qt.AscendingOrder)
+        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.view.setUniformRowHeights(True)  # one row height for all: a large history scrolls fast
-        self.view.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         # Column widths from the first rows only: measuring every row of a large history took
         # seconds per refresh (the page refreshes on every run event of a sweep).
         self.view.header().setResizeContentsPrecision(64)
         self.view.header().setStretchLastSection(True)
-        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.view.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.view.doubleClicked.connect(lambda _: self._open())
         self.view.expanded.connect(lambda i: self._expanded.add(i.data(EXPERIMENT_ROLE)))
         self.view.collapsed.connect(lambda i: self._expanded.discard(i.data(EXPERIMENT_ROLE)))
@@ -65,7 +66,7 @@ class HistoryPage(QWidget):
         for key in FILTERS:
             combo = QComboBox()
             combo.setMinimumContentsLength(12)
-            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setToolTip(f"Show only runs with this {key}")
             combo.currentTextChanged.connect(lambda text, k=key: self.proxy.set_filter(k, None if text == ANY else text))
             self.combos[key] = combo
@@ -78,8 +79,8 @@ class HistoryPage(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setMinimumWidth(160)
         self.search.textChanged.connect(self._searched)
-        QShortcut(QKeySequence.Find, self, self._focus_search)
-        QShortcut(QKeySequence(Qt.Key_Escape), self.search, self.search.clear)
+        QShortcut(QKeySequence.StandardKey.Find, self, self._focus_search)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)
         bar.addWidget(self.search, 1)
         self.open_button = QPushButton("Open in Live")
         self.open_button.setToolTip("Show the selected run's charts (Enter)")
@@ -122,8 +123,8 @@ class HistoryPage(QWidget):
         actions.addWidget(self.compare_experiment_button)
         actions.addWidget(self.open_button)
         actions.addWidget(self.delete_button)
-        QShortcut(QKeySequence.Delete, self.view, self.delete_selected)
-        QShortcut(QKeySequence(Qt.Key_Return), self.view, self._open)
+        QShortcut(QKeySequence.StandardKey.Delete, self.view, self.delete_selected)
+        QShortcut(QKeySequence(Qt.Key.Key_Return), self.view, self._open)
         self.empty = QLabel("")
         self.notes = RunNotes()
         self.notes.save.connect(self.save_notes)
@@ -151,7 +152,7 @@ class HistoryPage(QWidget):
         self.reading = False
         if self._again or db_path != self.db_path:
             self._again = False
-            self.load(self.db_path)
+            self.load(self.db_path or db_path)  # the file asked for last
             return
         if rows and rows == self.model._rows and db_path == self._loaded_from:
             return  # nothing changed since the last refresh: keep the view, its selection and scroll
@@ -183,11 +184,11 @@ class HistoryPage(QWidget):
         self._selection_changed()
         self.empty.setText(message or ("" if rows else "No runs in this database yet."))
 
-    def _rows_of(self, ids) -> list[HistoryRow]:
+    def _rows_of(self, ids: Collection[int | None]) -> list[HistoryRow]:
         """The rows of these runs, in the table's order."""
         return [r for r in self.model._rows if r.run.id in ids]
 
-    def _selection_changed(self, *_) -> None:
+    def _selection_changed(self, *_: object) -> None:
         rows = self._rows_of(set(self.selected_ids()))
         self.notes.show_run(rows[0] if len(rows) == 1 else None)
         self.diff_button.setEnabled(len(rows) == 2)
@@ -260,7 +261,7 @@ class HistoryPage(QWidget):
         QMessageBox.warning(self, "Save notes", str(exc))
 
     def _focus_search(self) -> None:
-        self.search.setFocus(Qt.ShortcutFocusReason)
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
 
     def _searched(self, text: str) -> None:
@@ -287,7 +288,7 @@ class HistoryPage(QWidget):
         """Selects these runs' rows (as clicking them with Ctrl would)."""
         selection = self.view.selectionModel()
         selection.clearSelection()
-        flags = QItemSelectionModel.Select | QItemSelectionModel.Rows
+        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
         for i in range(self.proxy.rowCount()):
             parent = self.proxy.index(i, 0)
             for j in range(self.proxy.rowCount(parent)):
@@ -336,8 +337,8 @@ class HistoryPage(QWidget):
         ids = self.selected_ids()
         if not ids or self.db_path is None or not self.delete_button.isEnabled():
             return
-        if confirm and QMessageBox.question(
-                self, "Delete runs", f"Delete {len(ids)} run(s) and everything measured in them?") != QMessageBox.Yes:
+        question = f"Delete {len(ids)} run(s) and everything measured in them?"
+        if confirm and QMessageBox.question(self, "Delete runs", question) != QMessageBox.StandardButton.Yes:
             return
         db_path = self.db_path
         self.delete_button.setEnabled(False)  # one delete at a time

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSortFilterProxyModel
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel
 
 from app.models.runs_model import HistoryRow
+from app.models.sweep_tree import SweepTree
 
 # The fields a search looks in (tags and notes are the reader's own, joined in when read).
 SEARCHED = ("method", "target", "workload", "status", "tags", "notes", "draft")
@@ -18,7 +19,7 @@ class RunsFilter(QSortFilterProxyModel):
     """Runs whose fields equal every combo's value and contain every word of the search, each under
     its experiment: recursive filtering keeps a parent row while any of its runs is shown."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.wanted: dict[str, str] = {}
         self.words: list[str] = []
@@ -38,8 +39,10 @@ class RunsFilter(QSortFilterProxyModel):
         self.words = text.lower().split()
         self.endFilterChange()
 
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:  # noqa: N802 - Qt's name
+    def filterAcceptsRow(self, source_row: int,  # noqa: N802 - Qt's name
+                         source_parent: QModelIndex | QPersistentModelIndex) -> bool:
         model = self.sourceModel()
+        assert isinstance(model, SweepTree)  # the History page's tree is the one source it filters
         row = model.run_row(model.index(source_row, 0, source_parent))
         if row is None:
             # An experiment is shown for its runs only while something filters (recursion shows

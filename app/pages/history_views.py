@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QWidget
@@ -37,15 +38,15 @@ def saved_view(doc: object) -> SavedView | None:
     is left at its default, and what is not a JSON object is no view."""
     if not isinstance(doc, dict):
         return None
-    filters = doc.get("filters")
-    return SavedView(search=doc.get("search") if isinstance(doc.get("search"), str) else "",
+    filters, search = doc.get("filters"), doc.get("search")
+    return SavedView(search=search if isinstance(search, str) else "",
                      filters={str(k): str(v) for k, v in filters.items()} if isinstance(filters, dict) else {},
                      sort_column=_whole(doc.get("sort_column")), sort_order=_whole(doc.get("sort_order")))
 
 
 def settings() -> QSettings:
     # The file the main window keeps its settings in (app.main cannot be imported here: it imports this page).
-    return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.IniFormat)
+    return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.Format.IniFormat)
 
 
 def _read(key: str) -> dict:
@@ -93,12 +94,12 @@ class ViewsBar(QWidget):
 
     chosen = Signal(object)  # the SavedView picked
 
-    def __init__(self, current, parent=None):
+    def __init__(self, current: Callable[[], SavedView], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.current = current  # () -> the page's SavedView
         self.combo = QComboBox()
         self.combo.setMinimumContentsLength(14)
-        self.combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.combo.setToolTip("Show a saved view: its search, filters and sort")
         self.combo.activated.connect(self._picked)
         self.save_button = QPushButton("Save view…")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
@@ -32,7 +33,7 @@ __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
 class LivePage(QWidget):
     stop_requested = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.db_path: Path | None = None
         self.feed: RunFeed | None = None
@@ -181,7 +182,7 @@ class LivePage(QWidget):
         if self.pace.measuring:
             self.draw_some(every=True)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         if self.feed is not None:
             self.poll()

@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass
 
 import numpy as np
-import pyqtgraph as pg
+import pyqtgraph as pg  # type: ignore[import-untyped]  # ships no types
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGraphicsItem, QGridLayout, QLabel
 
@@ -123,7 +123,7 @@ class LiveCharts:
 
     def __init__(self) -> None:
         self.stale: set[str] = set(CHARTS)
-        self._colour_key: tuple | None = None
+        self._colour_key: tuple[str, int | None] | None = None
         self._gpu_shown: bool | None = None
         self._last_drawn = -1
 
@@ -143,7 +143,7 @@ class LiveCharts:
         self.mal_curve = self.acc_plot.plot(name="MAL", pen=pg.mkPen(palette.BASELINE, width=2))
         self.rate_view, self.rate_curve = right_axis_curve(
             self.acc_plot, "acceptance rate (0–1)", "acceptance rate",
-            pg.mkPen(palette.other(0), width=2, style=Qt.DashLine), (0, 1.05))
+            pg.mkPen(palette.other(0), width=2, style=Qt.PenStyle.DashLine), (0, 1.05))
 
         self.tps_plot = _plot("Output throughput", "output tokens/s", "time in window (s)", TIPS["throughput"])
         self.tps_curve = self.tps_plot.plot(pen=pg.mkPen(palette.BASELINE, width=2))
@@ -302,9 +302,8 @@ class LiveCharts:
                         continue
                     curve = self.telemetry_curves.get((kind, name))
                     if curve is None:
-                        dashed = name == "all GPUs"
-                        curve = plot.plot(name=name, pen=pg.mkPen(palette.other(i), width=2,
-                                                                  style=Qt.DashLine if dashed else Qt.SolidLine))
+                        style = Qt.PenStyle.DashLine if name == "all GPUs" else Qt.PenStyle.SolidLine
+                        curve = plot.plot(name=name, pen=pg.mkPen(palette.other(i), width=2, style=style))
                         self.telemetry_curves[(kind, name)] = curve
                     curve.setData(t, np.asarray(values, float), connect="finite")
         span = np.array([0.0, readings[-1][0] - readings[0][0]]) if readings else np.empty(0)
@@ -320,7 +319,7 @@ class LiveCharts:
         named: dict[str, str] = {}
         for row in rows:
             values = row.per_position or ()
-            colour = palette.colour(row.method, row.n)
+            colour = palette.colour(row.method or "", row.n)  # a run without a method: a colour of its own
             faint = pg.mkColor(colour)
             faint.setAlpha(45)
             item = pg.BarGraphItem(x=np.arange(1, len(values) + 1), height=values, width=0.8,
@@ -339,7 +338,7 @@ class LiveCharts:
     def colour(self, row: RunRecord) -> None:
         """The run's (method, N) colour, as in Compare, the report and the exports: set once per
         run (a new pen repaints its chart), the legend's swatches repainted with it."""
-        key = (row.method, row.n)
+        key = (row.method or "", row.n)
         if key == self._colour_key:
             return
         self._colour_key = key

@@ -21,7 +21,7 @@ class Pace:
     """Whether a run of the sweep followed is being measured, from its events: from a run's start
     (its warm-up, then its window) to its end, for every run in flight (a parallel sweep has several)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.in_flight: set[int] = set()
 
     @property

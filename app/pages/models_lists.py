@@ -4,6 +4,7 @@ shipped target shapes, each with its columns and what hovering a row shows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.widgets.tables import TableModel
@@ -11,11 +12,11 @@ from workbench.plan import catalog
 from workbench.usecases import hub, whatif
 
 
-def _yes(v) -> str:
+def _yes(v: object) -> str:
     return "yes" if v else "no"
 
 
-def _listed(values) -> str:
+def _listed(values: Iterable[object]) -> str:
     return ", ".join(map(str, values))
 
 

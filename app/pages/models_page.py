@@ -4,6 +4,8 @@ Hugging Face cache, start an experiment from a published draft/target pair, or p
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any, Callable
 
 from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import QDesktopServices
@@ -28,13 +30,13 @@ CACHE_EMPTY = ("No checkpoints in the Hugging Face cache yet. This list shows th
 class ModelsPage(QWidget):
     new_experiment = Signal(dict)  # a plan document made from a catalog pair
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.calls: set[worker.Call] = set()  # Hub work in flight, waited for at shutdown
         self.download: hub.Download | None = None
         self._scanning = False  # a cache scan in flight; `_rescan`: another asked for meanwhile
         self._rescan = False
-        self._after_scan: list = []
+        self._after_scan: list[Callable[[], None]] = []
         self.gated_url: str | None = None
         self.asked_repo: str | None = None  # the last repo a download asked for: its shape is offered offline
 
@@ -51,12 +53,15 @@ class ModelsPage(QWidget):
         # serve it with random weights (--load-format dummy), at a few MB instead of GB.
         self.config_button = QPushButton("Config only")
         self.config_button.setToolTip("Download only the config, tokenizer and generation files, no weights")
-        self.cancel_button = QPushButton("Cancel", enabled=False)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
         self.bar = QProgressBar(minimum=0, maximum=PROGRESS_STEPS, value=0)
         self.bar.setTextVisible(False)  # "0%" before any download reads as a download stuck at its start
         self.status = QLabel(wordWrap=True)
-        self.gated = QLabel(wordWrap=True, visible=False)
-        self.gated_button = QPushButton("Open the model page", visible=False)
+        self.gated = QLabel(wordWrap=True)
+        self.gated.setVisible(False)
+        self.gated_button = QPushButton("Open the model page")
+        self.gated_button.setVisible(False)
         self.offline_route = OfflineRoute()  # shown when the Hub cannot be reached
 
         self.cache = models_lists.cache_model()
@@ -74,7 +79,8 @@ class ModelsPage(QWidget):
         # any download. What-if plans a sweep on the selected shape or cached model.
         self.shapes = models_lists.shapes_model()
         self.shapes_view = table(self.shapes)
-        self.whatif_button = QPushButton("What-if…", enabled=False)
+        self.whatif_button = QPushButton("What-if…")
+        self.whatif_button.setEnabled(False)
         self.whatif_button.setToolTip("Plan a sweep of the selected shape or cached model from its config alone "
                                       "(dummy weights, imposed acceptance): what drafting costs, before any download")
         self.whatif_dialog: WhatIfDialog | None = None
@@ -131,7 +137,7 @@ class ModelsPage(QWidget):
         catalog_box = listed("Published draft/target pairs", self.catalog_view, self.new_button)
         shapes_box = listed("Model shapes (configs only, for what-if sweeps)", self.shapes_view, self.whatif_button)
 
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         for box in (hub_box, cache_box, shapes_box, catalog_box):
             split.addWidget(box)
         outer = QVBoxLayout(self)
@@ -139,16 +145,18 @@ class ModelsPage(QWidget):
         outer.addWidget(split, 1)
 
     # --- helpers --------------------------------------------------------------------------------------------
-    def _start(self, work, on_ok, on_progress=None, then=None, on_error=None) -> worker.Call:
+    def _start(self, work: Callable[..., Any], on_ok: Callable[[Any], None],
+               on_progress: Callable[..., None] | None = None, then: Callable[[], None] | None = None,
+               on_error: Callable[[hub.HubError], None] | None = None) -> worker.Call:
         """`work()` (or `work(progress)`) off the GUI thread; `on_ok(result)` or the failure said on
         the page (`on_error(HubError)`, or the Hub part's own handling), then `then()` either way."""
-        def done(result) -> None:
+        def done(result: Any) -> None:
             self.calls.discard(call)
             on_ok(result)
             if then:
                 then()
 
-        def failed(exc: BaseException) -> None:
+        def failed(exc: Exception) -> None:
             self.calls.discard(call)
             # Any failure becomes a message, never a crash.
             (on_error or self._failed)(exc if isinstance(exc, hub.HubError) else hub.explain(exc, ""))
@@ -159,8 +167,8 @@ class ModelsPage(QWidget):
         self.calls.add(call)
         return call
 
-    def _selected(self, view: QTableView, model: TableModel):
-        """The record of the view's selected row, or None."""
+    def _selected(self, view: QTableView, model: TableModel) -> Any:
+        """The record of the view's selected row (of whichever kind the model lists), or None."""
         rows = view.selectionModel().selectedRows()
         return model.row(rows[0].row()) if rows else None
 
@@ -193,7 +201,7 @@ class ModelsPage(QWidget):
         self.status.setText(f"Searching for “{query}”…")
         self._start(lambda: hub.search(query), self._show_results)
 
-    def _show_results(self, hits: list) -> None:
+    def _show_results(self, hits: list[hub.SearchHit]) -> None:
         self.results.set_rows([models_lists.found_model(h) for h in hits])
         self.status.setText(f"{len(hits)} models")
 
@@ -234,7 +242,7 @@ class ModelsPage(QWidget):
         self.status.setText(f"Downloading the config files of {repo}…" if config_only else f"Downloading {repo}…")
         download = self.download = hub.Download(repo, allow_patterns=hub.CONFIG_PATTERNS if config_only else None)
 
-        def work(progress):
+        def work(progress: Callable[[int, str], None]) -> tuple[Path, hub.Download]:
             download.progress = lambda done, total, name: progress(
                 int(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS, name)
             return download.run(), download
@@ -253,7 +261,7 @@ class ModelsPage(QWidget):
         self.bar.setValue(value)
         self.bar.setFormat(f"%p% · {name}")
 
-    def _downloaded(self, result: tuple) -> None:
+    def _downloaded(self, result: tuple[Path, hub.Download]) -> None:
         folder, download = result
         self._set_busy(False)
         self.bar.setValue(PROGRESS_STEPS)
@@ -273,7 +281,7 @@ class ModelsPage(QWidget):
         if self.gated_url:
             QDesktopServices.openUrl(QUrl(self.gated_url))
 
-    def refresh_cache(self, then=None) -> None:
+    def refresh_cache(self, then: Callable[[], None] | None = None) -> None:
         """Scans the Hugging Face cache off the GUI thread (a large cache is many files to stat);
         `then()` once the list shows the scan."""
         self.update_token()
@@ -285,7 +293,7 @@ class ModelsPage(QWidget):
         self._scanning = True
         worker.run(hub.cached, self, self._cache_scanned, self._cache_failed)
 
-    def _cache_scanned(self, repos: list) -> None:
+    def _cache_scanned(self, repos: list[hub.CachedRepo]) -> None:
         self._scanning = False
         if self._rescan:
             self._rescan = False
@@ -306,8 +314,8 @@ class ModelsPage(QWidget):
 
     def ask_delete(self, repo: str, size: int) -> bool:
         """Separate so tests can answer."""
-        return QMessageBox.question(self, "Delete from cache",
-                                    f"Delete {repo} ({hub.human(size)}) from the Hugging Face cache?") == QMessageBox.Yes
+        question = f"Delete {repo} ({hub.human(size)}) from the Hugging Face cache?"
+        return QMessageBox.question(self, "Delete from cache", question) == QMessageBox.StandardButton.Yes
 
     def delete_selected(self) -> None:
         cached = self._selected(self.cache_view, self.cache)
@@ -360,7 +368,8 @@ class ModelsPage(QWidget):
     def open_whatif(self, target: tuple[str | None, str, str | None] | None = None) -> None:
         """On `target` (plan reference, label, Hub repo), else on the selected shape or cached model."""
         target = target or self.selected_target()
-        if target is None or target[0] is None:
+        reference = target[0] if target else None
+        if target is None or reference is None:
             self.status.setText(f"{target[1]} has no config.json in the cache: fetch it first (Config only)"
                                 if target else "What-if: select a shape, or a model in the local cache")
             return
@@ -369,12 +378,12 @@ class ModelsPage(QWidget):
         # Measured curves come from the results database the window has open.
         db = getattr(self.window(), "db_path", None) or paths.default_db()
         # The vLLM the window probed: the dialog says so when it cannot run a what-if plan.
-        self.whatif_dialog = WhatIfDialog(*target, db, paths.data_dir() / "plans", self,
+        self.whatif_dialog = WhatIfDialog(reference, target[1], target[2], db, paths.data_dir() / "plans", self,
                                           vllm=getattr(self.window(), "vllm", None))
         self.whatif_dialog.planned.connect(self._whatif_planned)
         self.whatif_dialog.open()
 
-    def _whatif_planned(self, path, doc: dict) -> None:
+    def _whatif_planned(self, path: Path, doc: dict[str, Any]) -> None:
         self.status.setText(f"What-if plan written to {path}; it is open on the Experiment page")
         self.new_experiment.emit(doc)
 

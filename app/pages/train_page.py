@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
@@ -29,15 +30,15 @@ class TrainPage(QWidget):
     evaluate = Signal(str)
     finished = Signal(str)   # "done", "cancelled" or "failed"
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.child: Child | None = None
         self.curve = training.LossCurve()
         self._cancelling = False
-        self.summary: dict | None = None
+        self.summary: dict[str, Any] | None = None
         # One redraw for all the training steps that arrived together (a poll reads them in a batch).
         self._redraw = QTimer(self, singleShot=True, interval=0)
-        self._redraw.timeout.connect(lambda: self.charts.draw(self.curve))
+        self._redraw.timeout.connect(self._draw_curve)
 
         self.form = TrainForm()
         self.start_button = QPushButton("Start")
@@ -87,8 +88,8 @@ class TrainPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(split)
 
-        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.start)
-        QShortcut(QKeySequence("Escape"), self, activated=self.cancel)
+        QShortcut(QKeySequence("Ctrl+Return"), self, self.start)
+        QShortcut(QKeySequence("Escape"), self, self.cancel)
         self.form.folder_changed.connect(self.show_folder)
         self.show_folder()
 
@@ -135,7 +136,7 @@ class TrainPage(QWidget):
         self.status.setText("Starting…")
 
     def cancel(self) -> None:
-        if not self.running:
+        if self.child is None:  # not running
             return
         self._cancelling = True
         self.status.setText("Cancelling: stopping the current step (finished steps are kept)…")
@@ -143,7 +144,7 @@ class TrainPage(QWidget):
 
     def shutdown(self, wait_ms: int = 90000) -> None:
         """On closing the app: cancel (resumable) and wait for the child to tidy up."""
-        if self.running:
+        if self.child is not None:  # running
             self.cancel()
             self.child.wait(wait_ms / 1000)
 
@@ -157,6 +158,8 @@ class TrainPage(QWidget):
 
     def _finished(self) -> None:
         child, self.child = self.child, None
+        if child is None:  # its end was handled already
+            return
         code = child.exit_code
         self._set_running(False)
         if self.progress.maximum() == 0:
@@ -190,20 +193,20 @@ class TrainPage(QWidget):
     # -- events --------------------------------------------------------------------------------------
     def on_event(self, e: events.Event) -> None:
         """Updates the step list, the status and the loss curve."""
-        step = getattr(e, "step", None)
-        known = isinstance(step, str) and step in self.steps.items
-        if isinstance(e, events.StepStarted) and known:
+        name = getattr(e, "step", None)  # a pipeline step's name, or a training step's number
+        step = name if isinstance(name, str) and name in self.steps.items else None  # one the list shows
+        if isinstance(e, events.StepStarted) and step is not None:
             self.steps.set(step, "running", "")
             self.progress.setRange(0, 0)  # busy until a count arrives
             self.status.setText(STEP_TITLES[step] + "…")
-        elif isinstance(e, events.StepSkipped) and known:
+        elif isinstance(e, events.StepSkipped) and step is not None:
             if self.steps.items[step].text(1) != "reused":
                 self.steps.set(step, "done earlier")
-        elif isinstance(e, events.StepFinished) and known:
+        elif isinstance(e, events.StepFinished) and step is not None:
             self.steps.set(step, "done", detail(step, e.info))
             self.progress.setRange(0, 1)
             self.progress.setValue(1)
-        elif isinstance(e, events.Progress) and known:
+        elif isinstance(e, events.Progress) and step is not None:
             self.progress.setRange(0, int(e.total))
             self.progress.setValue(int(e.done))
             self.steps.set(step, detail=f"{e.done} of {e.total}")
@@ -222,7 +225,7 @@ class TrainPage(QWidget):
         validation = isinstance(e, events.Validation)
         epochs = self.form.epochs.value()
         text = f"epoch {int(e.epoch or 0) + 1} of {epochs}"
-        if not validation:
+        if isinstance(e, events.TrainStep):
             text += f", step {e.step}"
         if isinstance(e.loss, (int, float)):
             text += f", {'validation ' if validation else ''}loss {e.loss:.3f}"
@@ -234,12 +237,15 @@ class TrainPage(QWidget):
         self.curve.add({"val" if validation else "train": e.metrics or {}})
         self._redraw.start()
 
+    def _draw_curve(self) -> None:
+        self.charts.draw(self.curve)
+
     def show_folder(self) -> None:
         """Shows what the output folder already holds (finished steps, the loss so far)."""
         if self.running:
             return
         text = self.form.out.text().strip()
-        state = training.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
+        state: dict[str, Any] = training.folder_state(Path(text)) if text else {"done": {}, "resumable": False}
         if state.get("config"):
             self.form.load_config(state["config"], state["done"])
         self.steps.show_done(state["done"])
