@@ -3,21 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
-from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QMenu
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu, QMenuBar, QTabWidget, QWidget
 
+from app.pages.experiment import ExperimentPage
 from app.widgets.demo_bar import FULL, QUICK
 
-if TYPE_CHECKING:  # the window builds its menus here: imported for its type only
-    from app.main import MainWindow
+
+class Window(Protocol):
+    """What the menus reach of the main window (app.main imports this module, so its class is
+    described here rather than imported: no import cycle, even for types)."""
+    settings: QSettings
+    recent_menu: QMenu
+    experiment: ExperimentPage
+    tabs: QTabWidget
+
+    def window(self) -> QWidget: ...
+    def menuBar(self) -> QMenuBar: ...  # noqa: N802 - Qt's name
+    def close(self) -> bool: ...
+    def open_plan(self) -> None: ...
+    def save_plan(self, ask: bool = False) -> None: ...
+    def load_demo(self, path: Path) -> None: ...
+    def open_db(self) -> None: ...
+    def set_database(self, path: Path) -> None: ...
+    def run_remote(self) -> None: ...
+    def stop_sweep(self) -> None: ...
+    def about(self) -> None: ...
 
 
-def action(window: MainWindow, menu: QMenu, text: str, shortcut: str | QKeySequence.StandardKey | None,
+def action(window: Window, menu: QMenu, text: str, shortcut: str | QKeySequence.StandardKey | None,
            slot: Callable[..., object], tip: str = "") -> QAction:
-    item = QAction(text, window)
+    item = QAction(text, window.window())  # a top-level window's window() is itself
     if shortcut:
         item.setShortcut(QKeySequence(shortcut))
     item.setStatusTip(tip)
@@ -26,7 +45,7 @@ def action(window: MainWindow, menu: QMenu, text: str, shortcut: str | QKeySeque
     return item
 
 
-def build(window: MainWindow) -> None:
+def build(window: Window) -> None:
     """The File, Sweep, View and Help menus of the main window."""
     f = window.menuBar().addMenu("&File")
     action(window, f, "&Open plan…", QKeySequence.StandardKey.Open, window.open_plan,
@@ -61,7 +80,7 @@ def recent_databases(settings: QSettings) -> list[str]:
     return [str(p) for p in paths] if isinstance(paths, list) else []
 
 
-def update_recent(window: MainWindow) -> None:
+def update_recent(window: Window) -> None:
     window.recent_menu.clear()
     for path in recent_databases(window.settings):
         item = window.recent_menu.addAction(path)

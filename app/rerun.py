@@ -7,18 +7,30 @@ again" resumes a stored experiment: its failed baseline first, then the runs tha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QMessageBox, QSpinBox, QVBoxLayout,
                                QWidget)
 
+from app.jobs.sweep import Sweep
+from app.pages.experiment import ExperimentPage
 from workbench import plan, store
 from workbench.usecases import attempts, sweeps
 
-if TYPE_CHECKING:  # the main window owns this and is imported for its type only
-    from app.main import MainWindow
+
+class Window(Protocol):
+    """What Rerun reaches of the main window (app.main imports this module, so its class is
+    described here rather than imported: no import cycle, even for types)."""
+    db_path: Path
+    experiment: ExperimentPage
+    sweep: Sweep | None
+
+    def window(self) -> QWidget: ...
+    def start_sweep(self, p: plan.Plan, text: str, again: bool = False, add_repeats: int = 0) -> None: ...
+    def start_file(self, plan_file: Path) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,7 @@ class FinishedDialog(QDialog):
 class Rerun:
     """The main window's runs of a plan again: a finished one, or a stored experiment's."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: Window) -> None:
         self.window = window
 
     def intercepts(self, p: plan.Plan, text: str) -> bool:
@@ -111,19 +123,19 @@ class Rerun:
 
     def ask(self, p: plan.Plan, latest: attempts.Latest) -> Choice | None:
         """What to do with the finished plan; None: nothing (separate so tests can answer)."""
-        dialog = FinishedDialog(p, latest, self.window)
+        dialog = FinishedDialog(p, latest, self.window.window())  # a top-level window's window() is itself
         dialog.exec()
         return dialog.choice
 
     def baseline_again(self, experiment_id: int) -> None:
         w = self.window
         if w.sweep is not None:
-            QMessageBox.information(w, "Run the baseline again", "A sweep is running: run the baseline again when "
+            QMessageBox.information(w.window(), "Run the baseline again", "A sweep is running: run the baseline again when "
                                     "it ends (or stop it first, Ctrl+.).")
             return
         try:
             plan_file = sweeps.plan_file_of(w.db_path, experiment_id)
         except sweeps.RunError as exc:
-            QMessageBox.warning(w, "Run the baseline again", str(exc))
+            QMessageBox.warning(w.window(), "Run the baseline again", str(exc))
             return
         w.start_file(plan_file)
