@@ -20,7 +20,9 @@ A plan's `acceptance` (in a `[[methods]]` table of a what-if sweep) is one of:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.errors import DraftbenchError
 from workbench.plan import curves
@@ -53,7 +55,7 @@ class Curve:
         return self.rates[:n]
 
 
-def mal_of(rates) -> float:
+def mal_of(rates: Sequence[float]) -> float:
     """Mean acceptance length a curve implies: each step yields the target's own token plus the
     accepted prefix, so MAL = 1 + sum(p)."""
     return 1.0 + sum(rates)
@@ -75,7 +77,7 @@ def rates_for_length(length: float, n: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-def check_rates(rates, where: str) -> tuple[float, ...]:
+def check_rates(rates: Any, where: str) -> tuple[float, ...]:
     if not isinstance(rates, list) or not rates:
         raise AcceptanceError(f"{where} must be a non-empty list of per-position acceptance rates")
     for p in rates:
@@ -89,7 +91,7 @@ def check_rates(rates, where: str) -> tuple[float, ...]:
     return tuple(float(p) for p in rates)
 
 
-def parse(value, max_n: int, where: str) -> Curve:
+def parse(value: Any, max_n: int, where: str) -> Curve:
     """The curve a plan's `acceptance` value names, checked against the largest N it must serve."""
     if isinstance(value, list):
         rates = check_rates(value, where)

@@ -140,7 +140,7 @@ def plan_document(pair: Pair) -> dict:
     return doc
 
 
-def _value(v) -> str:
+def _value(v: object) -> str:
     # Flat values only: strings, numbers, booleans and lists of them, which TOML writes as JSON does.
     return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
 

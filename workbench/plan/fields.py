@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from workbench.checkpoints import demo, shapes
 from workbench.errors import DraftbenchError
@@ -75,7 +76,7 @@ def check_pair(method: str, target: str, draft: str | None, where: str) -> None:
                         "draft_model needs a draft with the target's tokenizer")
 
 
-def _list(value, what: str, kind=int) -> list:
+def _list(value: Any, what: str, kind: type[int] | type[str] = int) -> list[Any]:
     values = value if isinstance(value, list) else [value]
     if not values:
         raise PlanError(f"{what} is empty")
@@ -87,7 +88,8 @@ def _list(value, what: str, kind=int) -> list:
     return values
 
 
-def _number(table: dict, key: str, default, lo: float, hi: float, what: str, integer: bool = False):
+def _number(table: dict[str, Any], key: str, default: Any, lo: float, hi: float, what: str,
+            integer: bool = False) -> int | float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         raise PlanError(f"{what}.{key} must be a {'whole ' if integer else ''}number, not {value!r}")

@@ -17,7 +17,7 @@ The launch profile's own keys (`[profile]`) are described with the launch profil
 """
 
 
-def _toml(value) -> str:
+def _toml(value: object) -> str:
     """A value as a plan file writes it."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -8,21 +8,21 @@ and its refusal is the PlanError the user reads)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from workbench.plan.fields import PlanError, _list, _number
 from workbench.plan.model import parse_parallel
 
 
-def _whole(v) -> bool:
+def _whole(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _number_like(v) -> bool:
+def _number_like(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _in_range(value, lo, hi, where: str, integer: bool):
+def _in_range(value: Any, lo: float, hi: float, where: str, integer: bool) -> int | float:
     # `_number` names a value by its table and key: "workload.max_tokens" split back into them.
     table, _, key = where.rpartition(".")
     return _number({key: value}, key, None, lo, hi, table, integer=integer)
@@ -38,10 +38,10 @@ class Kind:
     """A value of any type (checked elsewhere, as a what-if curve or a profile is)."""
     says: ClassVar[str] = "any value"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return True
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> Any:
         return value
 
     def limits(self) -> str:
@@ -55,10 +55,10 @@ class Whole(Kind):
     lo: float = 0
     hi: float = 0
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _whole(value)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> int | float:
         return _in_range(value, self.lo, self.hi, where, integer=True)
 
     def limits(self) -> str:
@@ -69,10 +69,10 @@ class Whole(Kind):
 class Number(Whole):
     says: ClassVar[str] = "a number"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _number_like(value)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> int | float:
         return _in_range(value, self.lo, self.hi, where, integer=False)
 
 
@@ -80,10 +80,10 @@ class Number(Whole):
 class Flag(Kind):
     says: ClassVar[str] = "true or false"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, bool)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> bool:
         if not isinstance(value, bool):
             raise PlanError(f"{where} must be true or false")
         return value
@@ -93,10 +93,10 @@ class Flag(Kind):
 class Text(Kind):
     says: ClassVar[str] = "a string"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, str)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
             raise PlanError(f"{where} must be a string, not {value!r}")
         return value
@@ -107,7 +107,7 @@ class Model(Text):
     """A model reference; what it names (a folder, a Hub repo id, a demo or shape) is
     workbench.plan.fields' to check."""
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise PlanError(f"{where} must be a model folder or a Hugging Face repo id")
         return value
@@ -125,10 +125,10 @@ class Choice(Kind):
             return " or ".join(f'"{v}"' for v in self.values)
         return "one of " + ", ".join(self.values)
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, str)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> str:
         if value not in self.values:
             raise PlanError(f"{where} must be {self.words}, not {value!r}")
         return value
@@ -144,10 +144,10 @@ class Wholes(Kind):
     lo: float = 0
     hi: float = 0
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _whole(value) or (isinstance(value, list) and all(_whole(x) for x in value))
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> list[int]:
         values = _list(value, where)
         if self.lo < self.hi and any(v < self.lo or v > self.hi for v in values):
             raise PlanError(f"{where} values must be between {self.lo:g} and {self.hi:g}, not {values}")
@@ -163,10 +163,10 @@ class Texts(Kind):
     says: ClassVar[str] = 'a string or a list of strings, e.g. ["builtin"]'
     empty: bool = False
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, str) or (isinstance(value, list) and all(isinstance(x, str) for x in value))
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> list[str]:
         if self.empty and not value:
             return []
         return _list(value, where, str)
@@ -184,10 +184,10 @@ class Repeats(Kind):
     says: ClassVar[str] = 'a whole number or "auto"'
     hi: int = 100
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _whole(value) or value == "auto"
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> int | float | str:
         if value == "auto":
             return value
         if isinstance(value, str):
@@ -203,10 +203,10 @@ class Prompts(Kind):
     """A count, or {per_concurrency = K, min = M}: max(M, K x concurrency) at each concurrency."""
     says: ClassVar[str] = "a whole number or {per_concurrency = K, min = M}"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _whole(value) or (isinstance(value, dict) and all(_whole(x) for x in value.values()))
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> int | float | dict[str, int | float]:
         if not isinstance(value, dict):
             return _in_range(value, 1, 100000, where, integer=True)
         if set(value) - {"per_concurrency", "min"} or "per_concurrency" not in value:
@@ -222,10 +222,11 @@ class Prompts(Kind):
 class Table(Kind):
     says: ClassVar[str] = "a table"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, dict)
 
-    def check(self, value, where: str):
+    # Any, not a dict: Env, a table too, reads its table as sorted pairs.
+    def check(self, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise PlanError(f"{where} must be a table")
         return value
@@ -236,10 +237,10 @@ class Env(Table):
     """Environment variables: NAME = value, read as sorted (name, text) pairs."""
     says: ClassVar[str] = "a table of NAME = value"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, dict) and all(isinstance(v, (str, int, float)) for v in value.values())
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> tuple[tuple[str, str], ...]:
         if not self.fits(value):
             raise PlanError(f"{where} must be {self.says}")
         return tuple(sorted((str(k), str(v)) for k, v in value.items()))
@@ -249,10 +250,10 @@ class Env(Table):
 class Parallel(Kind):
     says: ClassVar[str] = 'a whole number or "auto"'
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return _whole(value) or isinstance(value, str)
 
-    def check(self, value, where: str):
+    def check(self, value: Any, where: str) -> int | str:
         try:
             return parse_parallel(value, where)
         except ValueError as exc:
@@ -267,5 +268,5 @@ class NameOrTable(Kind):
     """A saved launch profile's name or a profile table (read by workbench.plan.profiles)."""
     says: ClassVar[str] = "a string or a table"
 
-    def fits(self, value) -> bool:
+    def fits(self, value: object) -> bool:
         return isinstance(value, (str, dict))

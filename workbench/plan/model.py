@@ -177,7 +177,7 @@ class Plan:
         return list(groups.values())
 
 
-def parse_parallel(value, what: str = "parallel") -> int | str:
+def parse_parallel(value: object, what: str = "parallel") -> int | str:
     """How many servers run at once: "auto" or a whole number of at least 1 (ValueError otherwise)."""
     if value == "auto":
         return "auto"
@@ -188,5 +188,5 @@ def parse_parallel(value, what: str = "parallel") -> int | str:
     return value
 
 
-def _hash(obj) -> str:
+def _hash(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -11,6 +11,7 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, overload
 
 import tomli_w
 
@@ -115,7 +116,15 @@ class Profile:
         return d
 
 
-def _int(table: dict, key: str, lo: int, hi: int, default=None):
+@overload
+def _int(table: dict[str, Any], key: str, lo: int, hi: int, default: int) -> int: ...
+
+
+@overload
+def _int(table: dict[str, Any], key: str, lo: int, hi: int, default: None = None) -> int | None: ...
+
+
+def _int(table: dict[str, Any], key: str, lo: int, hi: int, default: int | None = None) -> int | None:
     value = table.get(key, default)
     if value is None:
         return None
@@ -124,7 +133,7 @@ def _int(table: dict, key: str, lo: int, hi: int, default=None):
     return value
 
 
-def _str(table: dict, key: str):
+def _str(table: dict[str, Any], key: str) -> str | None:
     value = table.get(key)
     if value is None:
         return None
@@ -254,7 +263,7 @@ def _write_saved(profiles: dict[str, Profile], path: Path) -> None:
     paths.write_atomic(path, tomli_w.dumps(doc))
 
 
-def resolve(value, base: Path | None = None) -> Profile:
+def resolve(value: Any, base: Path | None = None) -> Profile:
     """A plan's `profile`: a table, or the name of a saved profile. A plan that names none gets the
     saved profile "default" where the user made one (`gpu_setup --make-default`), else the local one."""
     if value is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.plan.fields import PlanError
 from workbench.plan.kinds import (
@@ -149,7 +150,7 @@ def top_level() -> list[str]:
     return [t for t in TABLES if t] + [k.name for k in keys("")]
 
 
-def read(table: dict, dotted: str, where: str | None = None):
+def read(table: dict[str, Any], dotted: str, where: str | None = None) -> Any:
     """The key's value in `table` (the plan table it belongs to), checked, or its default. `where`
     names it in a refusal when not its dotted path (methods #2.n)."""
     k = key(dotted)
