@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from workbench.cli.common import CliError, open_db
+from workbench.cli.common import CliError, Verbs, open_db
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     ib = sub.add_parser("import-bench", help="store a `vllm bench serve --save-result` JSON file as a run")
     ib.add_argument("file")
     ib.add_argument("--db", default=None)
@@ -26,7 +27,7 @@ def register(sub) -> None:
     eb.set_defaults(handler=export_bench)
 
 
-def import_bench(args) -> int:
+def import_bench(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import methods
     from workbench.report import benchjson
@@ -40,7 +41,7 @@ def import_bench(args) -> int:
     return 0
 
 
-def export_bench(args) -> int:
+def export_bench(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import store
     from workbench.report import benchjson

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from workbench import paths
-from workbench.cli.common import CliError, table
+from workbench.cli.common import CliError, Verbs, table
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     ct = sub.add_parser("catalog", help="the published draft/target pairs (and the demo pair)")
     ct.add_argument("--curves", action="store_true",
                     help="the published per-position acceptance tables a what-if plan can impose instead")
@@ -20,7 +21,7 @@ def register(sub) -> None:
     nw.set_defaults(handler=new)
 
 
-def catalog_verb(args) -> int:
+def catalog_verb(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.plan import catalog, curves
 
@@ -43,7 +44,7 @@ def catalog_verb(args) -> int:
     return 0
 
 
-def new(args) -> int:
+def new(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.plan import catalog
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
 from workbench import paths
 from workbench.errors import DraftbenchError
+
+if TYPE_CHECKING:  # the store loads only when a verb opens a database, so `--help` stays fast
+    from workbench.store import Database
 
 
 class CliError(DraftbenchError):
@@ -15,18 +19,22 @@ class CliError(DraftbenchError):
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line (the usage itself stays behind --help)."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
-def append(path: str, what: str):
+# What each verb module's `register` adds its verb to: the subcommands of a Parser.
+Verbs: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+def append(path: str, what: str) -> TextIO:
     try:
         return open(path, "a", buffering=1, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write the {what} file {path}: {exc.strerror}") from None
 
 
-def open_db(db: str | None, readonly: bool = False):
+def open_db(db: str | None, readonly: bool = False) -> Database:
     # Deferred: the store pulls in sqlite_utils, which `--help` and `--version` do not need.
     from workbench import store
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 
-def register(sub) -> None:
+from workbench.cli.common import Verbs
+
+
+def register(sub: Verbs) -> None:
     sub.add_parser("doctor", help="versions, vLLM, GPUs, demo model and paths; never starts Qt").set_defaults(
         handler=doctor)
 
 
-def doctor(args=None) -> int:
+def doctor(args: argparse.Namespace | None = None) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.usecases import doctor as report
 

@@ -24,7 +24,7 @@ class _NotGiven:
     """A verb's own --db while parsing, when not given: tells that from a default value, so a --db
     before the verb can fill it; holds the verb's default for when neither is given."""
 
-    def __init__(self, default):
+    def __init__(self, default: object) -> None:
         self.default = default
 
 

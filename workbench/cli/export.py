@@ -15,7 +15,7 @@ import sys
 from typing import Callable
 
 from workbench import paths
-from workbench.cli.common import CliError
+from workbench.cli.common import CliError, Verbs
 from workbench.usecases.chart_names import ALL_CHARTS, CHART_NAMES, WHAT_IF_CHART_NAMES
 from workbench.usecases.export_options import FORMATS, ExportOptions
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
         parser.add_argument("--title", default=None)
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     e = sub.add_parser("export", help="write the Compare charts (png, svg, pdf) and their data (csv, json)")
     add_arguments(e, "export")
     e.set_defaults(handler=export, verb="export")
@@ -85,7 +85,7 @@ def options(args: argparse.Namespace) -> ExportOptions:
                          height=args.height, dpi=args.dpi)
 
 
-def export(args) -> int:
+def export(args: argparse.Namespace) -> int:
     chosen = options(args)
     draw: Draw | None = getattr(args, "draw", None)
     if draw is not None:

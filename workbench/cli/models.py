@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 
-from workbench.cli.common import CliError, table
+from workbench.cli.common import CliError, Verbs, table
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     pl = sub.add_parser("pull", help="download a model from the Hugging Face Hub into the shared cache (resumes)")
     pl.add_argument("repo", help="owner/name on the Hub")
     pl.add_argument("--revision", help="branch, tag or commit (default main)")
@@ -27,7 +28,7 @@ def register(sub) -> None:
     md.set_defaults(handler=models)
 
 
-def pull(args) -> int:
+def pull(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.checkpoints import hub
 
@@ -67,7 +68,7 @@ def pull(args) -> int:
     return 0
 
 
-def models(args) -> int:
+def models(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.checkpoints import hub
 

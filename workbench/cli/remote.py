@@ -8,12 +8,17 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from workbench import paths
-from workbench.cli.common import CliError, append
+from workbench.cli.common import CliError, Verbs, append
+
+if TYPE_CHECKING:  # the remote package loads only when a verb runs, so `--help` stays fast
+    from workbench.remote import Launched, RemoteHost
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     rm = sub.add_parser("remote", help="remote hosts over SSH: check one, save one, pull its database")
     rm_sub = rm.add_subparsers(dest="remote_command", required=True)
     rc = rm_sub.add_parser("check", help="reachable? Draftbench and vLLM there? which GPUs?")
@@ -55,7 +60,7 @@ def remote_options(p: argparse.ArgumentParser) -> None:
                    help="an ssh -o option, e.g. ProxyJump=bastion (repeatable)")
 
 
-def remote_host(args, spec: str):
+def remote_host(args: argparse.Namespace, spec: str) -> RemoteHost:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote
 
@@ -86,7 +91,7 @@ def remote_host(args, spec: str):
         raise CliError(str(exc)) from None
 
 
-def remote_verb(args) -> int:
+def remote_verb(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote, store
 
@@ -119,7 +124,7 @@ def remote_verb(args) -> int:
     return 0
 
 
-def _remote_models(args, host) -> int:
+def _remote_models(args: argparse.Namespace, host: RemoteHost) -> int:
     """The host's `draftbench models`, or its `draftbench pull` (the download runs there, into
     the host's cache; its progress lines come through as they are printed)."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
@@ -154,7 +159,7 @@ def _remote_models(args, host) -> int:
     return 0
 
 
-def run_remote(args) -> int:
+def run_remote(args: argparse.Namespace) -> int:
     """The plan goes to the host, its runner starts there detached, and its events and rows come
     back: events to --events (or stdout) as a local run writes them, rows into --db. A dry run
     runs there in the foreground instead, its lines brought back, and starts nothing."""
@@ -195,7 +200,7 @@ def run_remote(args) -> int:
     return follow(args, host, launched)
 
 
-def _dry_run_there(host, text: str, extra: list[str]) -> int:
+def _dry_run_there(host: RemoteHost, text: str, extra: list[str]) -> int:
     """The host's dry run: the vLLM commands and runs it would start there, printed here."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote
@@ -211,7 +216,7 @@ def _dry_run_there(host, text: str, extra: list[str]) -> int:
     return 0
 
 
-def follow(args, host, launched) -> int:
+def follow(args: argparse.Namespace, host: RemoteHost, launched: Launched) -> int:
     # Progress lines start with "remote:", not "draftbench:", which the app shows as a warning.
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote, store
@@ -224,7 +229,7 @@ def follow(args, host, launched) -> int:
     stream = remote.Stream(host, launched, local, out,
                            on_status=lambda s: print(f"remote: {s}", file=sys.stderr))
 
-    def stop_there(signum, frame):
+    def stop_there(signum: int, frame: FrameType | None) -> None:
         # SIGTERM (the app's Stop) stops the sweep on the host; its end still streams back here.
         # Ctrl+C only stops following.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -246,7 +251,7 @@ def follow(args, host, launched) -> int:
     return 0 if failed == 0 else 1
 
 
-def _stop(host, launched) -> None:
+def _stop(host: RemoteHost, launched: Launched) -> None:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import remote
 

@@ -7,13 +7,19 @@ import dataclasses
 import os
 import signal
 import sys
+from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 from workbench import events, paths
 from workbench.cli import remote
-from workbench.cli.common import CliError, append
+from workbench.cli.common import CliError, Verbs, append
+
+if TYPE_CHECKING:  # the sweep loads only when a plan runs, so `--help` stays fast
+    from workbench.host.slots import Slot
+    from workbench.usecases.sweeps import Loaded
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     r = sub.add_parser("run", help="run an experiment plan (resumes: completed runs are skipped)")
     r.add_argument("plan", help="plan file (TOML)")
     r.add_argument("--db", default=None, help=f"results database (default {paths.default_db()})")
@@ -57,7 +63,7 @@ def _repeats_to_add(text: str) -> int:
             f"K must be a whole number from 1 to {attempts.MAX_ADDED}, not {text!r}") from None
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.log:
         log = append(args.log, "log")
         os.dup2(log.fileno(), sys.stderr.fileno())
@@ -117,7 +123,7 @@ def run(args) -> int:
             pass  # already a session leader
     emit = _with_adaptive_lines(events.Writer.append_to(args.events) if args.events else events.Writer())
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt
 
     try:
@@ -154,7 +160,7 @@ def _with_adaptive_lines(write: events.Emit) -> events.Emit:
     return emit
 
 
-def _dry_run(loaded, slots, header: str | None) -> int:
+def _dry_run(loaded: Loaded, slots: list[Slot], header: str | None) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.analysis import recommend
     from workbench.sweep import adaptive

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from typing import TYPE_CHECKING
 
-from workbench.cli.common import CliError, open_db, table
+from workbench.cli.common import CliError, Verbs, open_db, table
 
 if TYPE_CHECKING:  # the analysis loads only when a verb runs, so `--help` stays fast
     from workbench.analysis.compare import Figures
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     ls = sub.add_parser("runs", help="list the runs in a database")
     ls.add_argument("--db", default=None)
     ls.add_argument("--json", action="store_true")
@@ -34,7 +35,7 @@ def register(sub) -> None:
     s.set_defaults(handler=show)
 
 
-def runs(args) -> int:
+def runs(args: argparse.Namespace) -> int:
     db = open_db(args.db, readonly=True)
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import analysis, store
@@ -62,7 +63,7 @@ def runs(args) -> int:
     return 0
 
 
-def show(args) -> int:
+def show(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import analysis, store
     from workbench.analysis import answer, compare, latency, pinned_baseline

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
-from workbench.cli.common import CliError, append
+from workbench.cli.common import CliError, Verbs, append
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     t = sub.add_parser("train", help="train an EAGLE-3 (or DFlash) draft for a target from its own responses (resumes)")
     t.add_argument("--target", required=True, help="model folder or demo:NAME")
     t.add_argument("--out", required=True, help="output folder (a rerun resumes what is there)")
@@ -36,7 +38,7 @@ def register(sub) -> None:
     t.set_defaults(handler=train_verb)
 
 
-def train_verb(args) -> int:
+def train_verb(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import events, train
 
@@ -62,7 +64,7 @@ def train_verb(args) -> int:
     pipeline = train.Pipeline(cfg, emit=emit, endpoint=args.endpoint, api_key=api_key,
                               vllm_python=args.vllm_python)
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> None:
         pipeline.cancel()
 
     signal.signal(signal.SIGTERM, stop)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from workbench.cli.common import CliError, open_db
+from workbench.cli.common import CliError, Verbs, open_db
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     w = sub.add_parser("what-if", help="write a what-if plan: a measured run's configuration with dummy "
                                         "weights and its own measured acceptance imposed")
     w.add_argument("--from-run", type=int, required=True, metavar="RUN", help="a completed speculative run's id")
@@ -20,7 +21,7 @@ def register(sub) -> None:
     w.set_defaults(handler=what_if)
 
 
-def what_if(args) -> int:
+def what_if(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import store
     from workbench.usecases import whatif

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from workbench.cli.common import CliError, table
+from workbench.cli.common import CliError, Verbs, table
 
 
-def register(sub) -> None:
+def register(sub: Verbs) -> None:
     wl = sub.add_parser("workloads", help="the prompt sets: list them, or show one's prompts")
     wl_sub = wl.add_subparsers(dest="workloads_command", metavar="list|show", required=True)
     wl_sub.add_parser("list", help="built-in families and the benchmark datasets")
@@ -19,7 +20,7 @@ def register(sub) -> None:
     wl.set_defaults(handler=workloads_verb)
 
 
-def workloads_verb(args) -> int:
+def workloads_verb(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench.load import datasets, workloads
 
