@@ -7,7 +7,9 @@ import json
 import re
 import struct
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 from workbench import methods
 from workbench.errors import DraftbenchError
@@ -47,7 +49,7 @@ class Checkpoint:
         c = self.config
         return c.get("text_config") or c.get("transformer_layer_config") or c
 
-    def get(self, key: str):
+    def get(self, key: str) -> Any:
         return self.config.get(key, self.text().get(key))
 
 
@@ -339,7 +341,33 @@ def _verifier(target: Checkpoint, draft: Checkpoint) -> list[Verdict]:
 
 
 # --- a whole plan -------------------------------------------------------------------------------------------
-def for_plan(p) -> list[tuple[str, Verdict]]:
+# The plan package sits above this one in the layers: a plan is read here by the fields the check uses.
+class PlanServer(Protocol):
+    """A plan's server: the pair it serves and how."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def n(self) -> int | None: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def draft(self) -> str | None: ...
+
+    @property
+    def max_model_len(self) -> int: ...
+
+
+class PlanServers(Protocol):
+    """A plan: its servers, each with the runs it serves."""
+
+    def servers(self) -> Sequence[tuple[PlanServer, Sequence[object]]]: ...
+
+
+def for_plan(p: PlanServers) -> list[tuple[str, Verdict]]:
     """Every server's verdicts, labelled by method and N; configs that are not on disk yet are said so."""
     out: list[tuple[str, Verdict]] = []
     cache: dict[str, Checkpoint | None] = {}

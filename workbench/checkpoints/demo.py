@@ -13,7 +13,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from workbench import paths
 from workbench.host import cpu
@@ -147,7 +147,7 @@ def _build(todo: list[DemoModel], root: Path | None, report: Progress) -> None:
     state = {k: v.to(torch.bfloat16) for k, v in quantized.state_dict().items()}
     del quantized
 
-    def fresh(cfg):
+    def fresh(cfg: Any) -> Any:  # a transformers config and model
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
         missing, _ = model.load_state_dict(state, strict=False)
         # lm_head is tied to the embeddings in SmolLM2, so it is the only key allowed to be absent.
@@ -176,7 +176,7 @@ def _build(todo: list[DemoModel], root: Path | None, report: Progress) -> None:
     report(0.97, "checking the written folders")
 
 
-def _write(model, tokenizer, spec: DemoModel, dest: Path, source: Path) -> None:
+def _write(model: Any, tokenizer: Any, spec: DemoModel, dest: Path, source: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = dest.with_name(dest.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)

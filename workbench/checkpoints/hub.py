@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Literal, Self
 
 from huggingface_hub import HfApi, constants, get_token, scan_cache_dir, snapshot_download
 from huggingface_hub import errors as hub_errors
@@ -329,7 +329,7 @@ class Download:
             start = self.done
 
             class Bar(_Silent):
-                def update(self, n=1):
+                def update(self, n: int = 1) -> None:
                     owner.done = start + (self.n + n - resume)
                     self.n += n or 0
                     owner._report(f.path)
@@ -375,26 +375,26 @@ def _sha256(path: Path) -> str:
 class _Silent:
     """A tqdm stand-in that draws nothing (huggingface_hub accepts any class with this shape)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.n = kwargs.get("initial", 0) or 0
         self.total = kwargs.get("total")
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
-    def update(self, n=1):
+    def update(self, n: int = 1) -> None:
         self.n += n or 0
 
-    def close(self):
+    def close(self) -> None:
         pass
 
-    def refresh(self):
+    def refresh(self) -> None:
         pass
 
-    def set_description(self, *args, **kwargs):
+    def set_description(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     set_description_str = set_postfix_str = set_description

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Callable, Protocol, TypeVar
 
 from workbench.checkpoints import compat
 from workbench.checkpoints.compat import Checkpoint
 from workbench.host import gpus
+from workbench.host.engine import VllmInstall
 
 GiB = 1024 ** 3
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
@@ -133,7 +136,51 @@ def _utilization(extra_args: tuple[str, ...]) -> float | None:
     return None
 
 
-def for_plan(p, vllm, env_of) -> list[tuple[str, str]]:
+# What the estimate reads of a plan beyond compat's PlanServer (the plan package sits above this one).
+class PlanProfile(Protocol):
+    """A server's launch profile: how it starts and on which GPUs."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def tensor_parallel_size(self) -> int: ...
+
+    @property
+    def gpus(self) -> tuple[int, ...]: ...
+
+
+class ServerToFit(compat.PlanServer, Protocol):
+    """A plan's server, with what its memory depends on."""
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def extra_args(self) -> tuple[str, ...]: ...
+
+    @property
+    def profile(self) -> PlanProfile: ...
+
+
+class PlanRun(Protocol):
+    @property
+    def concurrency(self) -> int: ...
+
+
+# The plan's own server type is kept, so `env_of` gets the server its caller knows.
+ServerT = TypeVar("ServerT", bound=ServerToFit)
+ServerT_co = TypeVar("ServerT_co", bound=ServerToFit, covariant=True)
+
+
+class PlanToFit(Protocol[ServerT_co]):
+    """A plan: its servers, each with the runs it serves."""
+
+    def servers(self) -> Sequence[tuple[ServerT_co, Sequence[PlanRun]]]: ...
+
+
+def for_plan(p: PlanToFit[ServerT], vllm: VllmInstall,
+             env_of: Callable[[ServerT], dict[str, str]]) -> list[tuple[str, str]]:
     """(server label, warning) for every server whose checkpoints are on disk. `env_of(server)`
     is the environment the server will really be started with (the launch layer builds it; the
     CPU build's KV-cache reservation is read from it)."""
