@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 from workbench import __version__, messages, store
 from workbench.host import gpus, process
@@ -34,7 +35,7 @@ def _data_dir(path: str) -> Path:
     return Path(os.path.expanduser(path))
 
 
-def check(args) -> int:
+def check(args: argparse.Namespace) -> int:
     platform_name, devices = gpus.detect()
     data = _data_dir(args.data_dir)
     print(json.dumps({
@@ -46,7 +47,7 @@ def check(args) -> int:
     return 0
 
 
-def launch(args) -> int:
+def launch(args: argparse.Namespace) -> int:
     """Write the plan (read from stdin) into the data dir and start `draftbench run` detached: its
     own session (setsid), stdin closed and output to a file, so neither a dropped connection nor
     the SSH server's hang-up signal reaches it."""
@@ -66,7 +67,7 @@ def launch(args) -> int:
     return 0
 
 
-def dry_run(args) -> int:
+def dry_run(args: argparse.Namespace) -> int:
     """`draftbench run --dry-run` of the plan (read from stdin) against this host's vLLM and
     database, in the foreground: what it prints comes back over SSH, and its exit status with it
     (2 and one line when it refuses the plan). Nothing is started and no database is created."""
@@ -87,14 +88,15 @@ def _write_plan(data: Path, text: str) -> tuple[Path, str]:
     return plan, digest
 
 
-def _db(args, data: Path) -> Path:
+def _db(args: argparse.Namespace, data: Path) -> Path:
     return Path(os.path.expanduser(args.db)) if args.db else data / "results.sqlite"
 
 
 class Follower:
     """Sends the rows the local mirror lacks, then new ones as they are written, and the events."""
 
-    def __init__(self, db_path: str, events_path: str | None, offset: int, resume: protocol.Resume, out=sys.stdout):
+    def __init__(self, db_path: str, events_path: str | None, offset: int, resume: protocol.Resume,
+                 out: TextIO = sys.stdout) -> None:
         self.source = store.Source(db_path)
         self.events_path = events_path
         self.offset = offset
@@ -210,7 +212,7 @@ class Follower:
             time.sleep(POLL_S)
 
 
-def follow(args) -> int:
+def follow(args: argparse.Namespace) -> int:
     line = sys.stdin.readline()
     resume = protocol.decode(line) if line.strip() else protocol.Resume()
     if not isinstance(resume, protocol.Resume):
@@ -228,7 +230,7 @@ def follow(args) -> int:
     return 0
 
 
-def latest(args) -> int:
+def latest(args: argparse.Namespace) -> int:
     """The most recent sweep in the host's database: its runner's pid and events file."""
     db = os.path.expanduser(args.db)
     if not os.path.exists(db):
@@ -240,13 +242,13 @@ def latest(args) -> int:
     return 0
 
 
-def stop(args) -> int:
+def stop(args: argparse.Namespace) -> int:
     """SIGTERM to the runner: it stops its server and marks the run in flight cancelled."""
     print(json.dumps({"stopped": process.send(args.pid, signal.SIGTERM)}))
     return 0
 
 
-def dump(args) -> int:
+def dump(args: argparse.Namespace) -> int:
     """A consistent copy of the database (SQLite's online backup) written to stdout."""
     store.backup(os.path.expanduser(args.db), sys.stdout.buffer)
     sys.stdout.flush()

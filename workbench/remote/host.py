@@ -12,6 +12,7 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -48,7 +49,7 @@ class RemoteHost:
         return f"{self.venv.rstrip('/')}/bin/python" if self.venv else self.python
 
     @classmethod
-    def parse(cls, spec: str, **kw) -> "RemoteHost":
+    def parse(cls, spec: str, **kw: Any) -> "RemoteHost":
         """`[user@]host[:port]`, or the name of a host saved in the config dir."""
         saved = remotes_dir() / f"{spec}.toml"
         if re.fullmatch(r"[\w.-]+", spec) and saved.is_file():
@@ -137,7 +138,7 @@ def remotes_dir() -> Path:
     return paths.config_dir() / "remotes"
 
 
-def load(path: Path, **kw) -> RemoteHost:
+def load(path: Path, **kw: Any) -> RemoteHost:
     try:
         table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

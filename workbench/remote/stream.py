@@ -15,14 +15,17 @@ from workbench.remote import protocol
 from workbench.remote.control import Launched, source_of
 from workbench.remote.host import RemoteError, RemoteHost
 
+# Rows committed to the local copy: their table, the rows, and when (time.time()).
+OnRows = Callable[[str, list[store.TableRow], float], None]
+
 
 class Stream:
     """Follows a remote sweep: events out to `events_out`, rows into the local database; the SSH
     connection is re-established (with backoff) when it drops, resuming where the mirror stands."""
 
     def __init__(self, host: RemoteHost, launched: Launched, local_db: store.Database,
-                 events_out: TextIO, on_rows=None, on_status: Callable[[str], None] | None = None,
-                 retry_for_s: float = 600.0):
+                 events_out: TextIO, on_rows: OnRows | None = None,
+                 on_status: Callable[[str], None] | None = None, retry_for_s: float = 600.0) -> None:
         self.host = host
         self.launched = launched
         self.mirror = store.Mirror(local_db, source_of(host, launched.db))
@@ -38,7 +41,7 @@ class Stream:
         self.stopped = False
         self.error: str | None = None  # why the host's sweep stopped, from its end event
 
-    def _rows(self, then):
+    def _rows(self, then: OnRows | None) -> OnRows:
         def on_rows(table: str, rows: list[dict], now: float) -> None:
             if table in ("samples", "positions", "telemetry", "logs"):
                 lags = [now - at for at in (self._epoch(table, row) for row in rows) if at is not None]
