@@ -8,7 +8,7 @@ import sys
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench import events
 from workbench.host import engine
@@ -17,11 +17,13 @@ from workbench.train.context import StepContext
 from workbench.train.records import (Prompt, Response, _cut_to_last_line, _write_jsonl, read_prompts,
                                      read_responses)
 
-if TYPE_CHECKING:  # for annotations only: launch is imported when a server starts
+if TYPE_CHECKING:  # for annotations only: launch loads when a server starts, httpx when a step asks the target
+    import httpx
+
     from workbench.launch import LocalServer
 
 
-def _client(base_url: str, api_key: str | None):
+def _client(base_url: str, api_key: str | None) -> httpx.Client:
     # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx
 
@@ -29,7 +31,7 @@ def _client(base_url: str, api_key: str | None):
     return httpx.Client(base_url=base_url, headers=headers, timeout=600)
 
 
-def _post(client, base_url: str, path: str, body: dict):
+def _post(client: httpx.Client, base_url: str, path: str, body: dict[str, Any]) -> httpx.Response:
     # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx
 
@@ -39,7 +41,7 @@ def _post(client, base_url: str, path: str, body: dict):
         raise TrainError(f"cannot reach the target's server at {base_url}: {exc}") from None
 
 
-def _served_model(client, base_url: str) -> str:
+def _served_model(client: httpx.Client, base_url: str) -> str:
     """The model id a vLLM server serves; a refused key or a foreign server is one line."""
     # Deferred: httpx takes a while to import and only the steps that query the target need it
     import httpx

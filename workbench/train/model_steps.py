@@ -21,7 +21,7 @@ from workbench.train.records import (
 )
 
 
-def layer_ids(chosen, num_layers: int) -> list[int]:
+def layer_ids(chosen: list[int] | None, num_layers: int) -> list[int]:
     """The target layers whose outputs the draft reads: the chosen ones (1-based, checked), else
     an early, a middle and a late one, as EAGLE-3 does."""
     if chosen:
@@ -73,7 +73,7 @@ class HiddenStates:
         captured: dict[int, torch.Tensor] = {}
         hooks = []
         for k in ids:
-            def hook(_module, _inputs, output, k=k):
+            def hook(_module: Any, _inputs: Any, output: Any, k: int = k) -> None:
                 captured[k] = (output[0] if isinstance(output, tuple) else output).detach()
             hooks.append(layers[k - 1].register_forward_hook(hook))
         written = reused = 0

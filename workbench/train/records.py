@@ -41,7 +41,7 @@ def best_checkpoint(save: Path) -> Path | None:
     return epochs[-1] if epochs else None
 
 
-def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
+def _cached_matches(path: Path, token_ids: Any, n_layers: int) -> bool:
     # Deferred: safetensors (with torch) takes seconds to import and only the hidden-states step needs it
     from safetensors import safe_open
 
@@ -54,7 +54,7 @@ def _cached_matches(path: Path, token_ids, n_layers: int) -> bool:
     return ids.shape == token_ids.shape and bool((ids == token_ids).all()) and shape[1] == n_layers
 
 
-def _load_dataset(folder: Path):
+def _load_dataset(folder: Path) -> Any:  # a datasets.Dataset
     # Deferred: the datasets package takes seconds to import and only the training steps need it
     from datasets import load_from_disk
 

@@ -28,12 +28,13 @@ import json
 import os
 import signal
 import sys
+from typing import Any
 
 EVENT_PREFIX = "DRAFTBENCH_METRICS "
 HOLD_VAR = "DRAFTBENCH_TEST_TRAIN_HOLD_EPOCH"
 
 
-def _jsonable(obj):
+def _jsonable(obj: object) -> Any:
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -57,11 +58,11 @@ class _EchoLogger:
     """Stands in for speculators' metric logger: forwards every record, and prints the metric
     dictionaries (train steps, validation epochs) as JSON lines on stdout."""
 
-    def __init__(self, inner, hold_epoch: int | None = None):
+    def __init__(self, inner: Any, hold_epoch: int | None = None) -> None:
         self._inner = inner
         self._hold_epoch = hold_epoch
 
-    def info(self, msg, *args, **kwargs):
+    def info(self, msg: object, *args: Any, **kwargs: Any) -> Any:
         if isinstance(msg, dict):
             sys.stdout.write(EVENT_PREFIX + json.dumps(_jsonable(msg)) + "\n")
             sys.stdout.flush()
@@ -79,7 +80,7 @@ class _EchoLogger:
             raise KeyboardInterrupt(f"stopped while held by {HOLD_VAR}")
         return result
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
