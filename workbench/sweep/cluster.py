@@ -19,7 +19,10 @@ import queue
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
 
 from workbench.errors import DraftbenchError
 from workbench.host import gpus
@@ -42,7 +45,7 @@ class Cluster:
     nodes: int
 
 
-def _ray():
+def _ray() -> ModuleType:
     try:
         # Deferred: Ray is an optional extra, and a large import
         import ray
@@ -81,7 +84,7 @@ def connect(address: str) -> Cluster:
     return found
 
 
-def _run_job(ctx: Context, work: Work, slot_index: int):
+def _run_job(ctx: Context, work: Work, slot_index: int) -> Iterator[list[dict]]:
     """On a worker: the job on the GPUs Ray gave this task, its messages yielded in batches."""
     ray = _ray()
     platform, _ = gpus.detect()
@@ -194,7 +197,7 @@ def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: out
     todo.append((replace(work, runs=rest), attempt + 1))
 
 
-def _consume(ray, ref, writer: outbox.Writer, outcome: list) -> None:
+def _consume(ray: ModuleType, ref: Any, writer: outbox.Writer, outcome: list) -> None:
     """Applies one task's messages as they arrive; `outcome` gets the ids of the runs it
     completed and, when its worker was lost, why."""
     completed: set[int] = set()

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Callable, Protocol
 
 from workbench import events
 from workbench.host import cpu
 
 
+class RecordTiming(Protocol):
+    """Stores what a server start or a run of a model took on this machine (as cpu.record does)."""
+
+    def __call__(self, target: str, start_s: float | None = None, run_s: float | None = None) -> None: ...
+
+
 class SweepClock:
-    def __init__(self, now=time.monotonic, known: dict[str, dict[str, float]] | None = None):
+    def __init__(self, now: Callable[[], float] = time.monotonic,
+                 known: dict[str, dict[str, float]] | None = None) -> None:
         self.now = now
         self.known = known or {}   # model folder -> {'start_s', 'run_s'} measured here before
         self.prior: dict[str, float] = {}  # the entry of `known` whose model this sweep serves
@@ -34,7 +42,7 @@ class SweepClock:
         self.slots: set[int] = set()
         self.finished = False
 
-    def feed(self, event) -> None:
+    def feed(self, event: events.Event) -> None:
         t = self.now()
         if isinstance(event, events.SweepStarted):
             self.runs_total = event.pending
@@ -99,7 +107,8 @@ class SweepClock:
         return f"ETA {minutes} min {seconds:02d} s"
 
 
-def recording(emit: events.Emit, target: str, record=cpu.record, now=time.monotonic) -> events.Emit:
+def recording(emit: events.Emit, target: str, record: RecordTiming = cpu.record,
+              now: Callable[[], float] = time.monotonic) -> events.Emit:
     """`emit`, also storing what each server start and run of `target` (its model folder) took on
     this machine: the next sweep's ETA, and the Quick demo's tooltip, start from them."""
     started: dict[int, float] = {}

@@ -22,6 +22,7 @@ from workbench.launch import provenance
 from workbench.load import pool, workloads
 from workbench.metrics import telemetry
 from workbench.plan import AutoRepeats, Run, Server
+from workbench.plan.profiles import Profile
 from workbench.sweep import app_cpu
 from workbench.sweep.measure import Measurement, RunFailed
 from workbench.sweep.outbox import Sender
@@ -128,7 +129,7 @@ class ServerJob:
             self.readings.setdefault(self.log_run_id, []).extend(readings)
             self.record.telemetry([x.row(self.log_run_id) for x in readings])
 
-    def _start_telemetry(self, profile) -> None:
+    def _start_telemetry(self, profile: Profile) -> None:
         """GPU readings of this slot's GPUs only where the server runs on this host; an attached
         server elsewhere gets none (this host's GPUs say nothing about it)."""
         local = profile.kind != "attach" or launch.is_loopback(profile.base_url)
@@ -263,7 +264,7 @@ class ServerJob:
         self.record.run_skipped(run_id, reason)
         self.emit(events.RunFinished(run=run_id, label=r.label, output_tok_s=None, mal=None, acceptance_rate=None))
 
-    def _measure_one(self, r: Run, srv) -> bool:
+    def _measure_one(self, r: Run, srv: launch.LocalServer | launch.AttachedServer) -> bool:
         """One run measured and recorded; False when it failed."""
         run_id = self.work.ids[r.key]
         self.log_run_id = run_id

@@ -23,6 +23,7 @@ from workbench.errors import DraftbenchError
 from workbench.metrics import steady_state
 from workbench.plan import Run, sanity
 from workbench.sweep import app_cpu
+from workbench.sweep.outbox import Record
 from workbench.sweep.rows import PositionRow, RunSummary, SampleRow
 from workbench.sweep.window import per_request_window, prefix_cache, spans, summarize
 
@@ -36,10 +37,10 @@ class Measurement:
     one per server and hands it everything it uses: it reads nothing from the database and knows
     nothing of the job. `record` is the job's Recorder-shaped sender (workbench.sweep.outbox)."""
 
-    def __init__(self, srv: launch.LocalServer | launch.AttachedServer, clients: pool.ClientPool, record, emit: events.Emit, *,
-                 sweep_id: int, scrape_interval_s: float, app: app_cpu.Watched | None,
+    def __init__(self, srv: launch.LocalServer | launch.AttachedServer, clients: pool.ClientPool, record: Record,
+                 emit: events.Emit, *, sweep_id: int, scrape_interval_s: float, app: app_cpu.Watched | None,
                  prompts: dict[str, list[workloads.Prompt]], warnings: dict[int, list[str]],
-                 before_sample: Callable[[], None]):
+                 before_sample: Callable[[], None]) -> None:
         self.srv = srv
         self.clients = clients
         self.record = record
@@ -161,7 +162,8 @@ class Measurement:
                               imposed=r.server.what_if)
         return Measured(RunSummary(**figures, alarms=alarms.encode(raised)), partial, (t_wall0, t_wall1))
 
-    async def _sample(self, client, url, run_id, before, t_start, state, r: Run) -> metrics.Snapshot:
+    async def _sample(self, client: httpx.AsyncClient, url: str, run_id: int, before: metrics.Snapshot, t_start: float,
+                      state: dict[str, Any], r: Run) -> metrics.Snapshot:
         snap = await _scrape(client, url)
         w = metrics.window(before, snap)
         last: metrics.Snapshot = state["last"]

@@ -52,7 +52,8 @@ def resolve(plan: Plan, vllm: engine.VllmInstall, gpu_list: str | None = None, p
     return _cut(pool, tp, parallel, topo, logical=False, what="GPUs")
 
 
-def _cut(pool: list[int], tp: int, parallel: int | str, topo, logical: bool, what: str) -> list[Slot]:
+def _cut(pool: list[int], tp: int, parallel: int | str, topo: topology.Topology | None, logical: bool,
+         what: str) -> list[Slot]:
     if len(pool) % tp:
         raise SlotError(f"tensor_parallel_size {tp} does not divide the {len(pool)} {what} ({describe(pool)}): "
                         f"give a multiple of {tp}")
