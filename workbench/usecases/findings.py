@@ -31,7 +31,7 @@ class Finding:
         return f"{self.label}: {self.message}" if self.label else self.message
 
 
-def preflight(p: Plan, vllm: VllmInstall, db=None, host_platform: str | None = None,
+def preflight(p: Plan, vllm: VllmInstall, db: store.Database | None = None, host_platform: str | None = None,
               servings: launch.Servings | None = None, host_gpus: list[gpus.Gpu] | None = None) -> list[Finding]:
     """Every finding, in order: a GPU or GPU stack the profile asks for that this host lacks
     (`host_gpus` lists the host's, detected with the platform when neither is given), the plan's (against the runs already in `db`, if given), the known

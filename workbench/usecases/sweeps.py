@@ -73,7 +73,7 @@ def connect_cluster(address: str) -> "ray_cluster.Cluster":
         raise RunError(str(exc)) from None
 
 
-def open_existing(db_path: str | Path | None):
+def open_existing(db_path: str | Path | None) -> store.Database | None:
     """The results database read-only for the findings about runs already in it; None when it does not exist yet."""
     path = Path(db_path or paths.default_db())
     if not path.exists():

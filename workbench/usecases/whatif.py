@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ class WhatIfError(DraftbenchError):
     """Why a what-if plan cannot be written, in one line."""
 
 
-def curve_from_run(db, run_id: int) -> dict:
+def curve_from_run(db: store.Database, run_id: int) -> dict:
     """`{rates, source}` of a completed speculative run's measured per-position acceptance."""
     row = store.run(db, run_id)
     if row is None:
@@ -60,7 +61,7 @@ def _model_ref(path: str | None) -> str | None:
     return path
 
 
-def _served_as(db, row: store.RunRecord) -> dict:
+def _served_as(db: store.Database, row: store.RunRecord) -> dict:
     """The [target] and [server] tables of the plan the run came from ({} when it is not stored or
     does not parse: the what-if plan then falls back to the defaults)."""
     text = store.experiment_plan(db, row.experiment_id) if row.experiment_id else None
@@ -71,7 +72,7 @@ def _served_as(db, row: store.RunRecord) -> dict:
     return {k: dict(doc[k]) for k in ("target", "server") if isinstance(doc.get(k), dict)}
 
 
-def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats: int = 1,
+def plan_from_run(db: store.Database, run_id: int, concurrency: list[int] | None = None, repeats: int = 1,
                   baseline: bool = True) -> str:
     """A what-if plan serving run `run_id`'s configuration with its own measured curve."""
     row = store.run(db, run_id)
@@ -103,7 +104,7 @@ def plan_from_run(db, run_id: int, concurrency: list[int] | None = None, repeats
     return f"# Run {run_id}'s configuration with dummy weights and its own measured acceptance.\n" + tomli_w.dumps(doc)
 
 
-def write_plan(db, run_id: int, out: Path, **kwargs) -> Path:
+def write_plan(db: store.Database, run_id: int, out: Path, **kwargs: Any) -> Path:
     text = plan_from_run(db, run_id, **kwargs)
     try:
         paths.write_new(out, text)
@@ -155,7 +156,7 @@ def target_shapes() -> list[TargetShape]:
             for s in shapes.ALL if s.role == "target"]
 
 
-def snapshot_with_config(repo_path: Path, revisions) -> Path | None:
+def snapshot_with_config(repo_path: Path, revisions: Iterable[str]) -> Path | None:
     """A cached repo's snapshot folder that holds a config.json (what a config-only pull brings):
     a local folder serves without asking the Hub. None when no revision has one."""
     for rev in revisions:
@@ -178,8 +179,8 @@ def measured_curve(db_path: Path, run_id: int) -> dict:
 
 
 def plan_text(target_ref: str, methods: list[tuple[str, str | None, list[int], object]],
-              concurrency=DEFAULT_CONCURRENCY, max_tokens: int = 256, num_prompts: int | dict = 64,
-              name: str | None = None, max_model_len: int = 2048, workloads=("builtin",),
+              concurrency: Sequence[int] = DEFAULT_CONCURRENCY, max_tokens: int = 256, num_prompts: int | dict = 64,
+              name: str | None = None, max_model_len: int = 2048, workloads: Sequence[str] = ("builtin",),
               temperature: float = 0.0) -> str:
     """A what-if plan as TOML: the target and every (method, draft, N values, acceptance) served with
     dummy weights, each told to accept its curve (any `acceptance =` form the plan takes).
