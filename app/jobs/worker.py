@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
-from pyqtgraph.util.garbage_collector import GarbageCollector  # type: ignore[import-untyped]  # ships no types
+from pyqtgraph.util.garbage_collector import GarbageCollector
 
 # A Python thread per call, not QThreadPool's: a QRunnable subclass is released on the pool's
 # thread, and shiboken then defers its deletion to the GUI thread, where PySide 6.10 called a null

@@ -181,10 +181,8 @@ class ExperimentPage(QWidget):
         kept = [m for m in source.get("methods", []) if isinstance(m, dict) and m.get("method") == "baseline"]
         doc["methods"] = kept + [form_keep.method_entry(row.source, row.shown, row.entry(i))
                                  for i, row in enumerate(self.rows, 1)]
-        # A profile the form could not show is None: unequal to any table, so the form's settings are
-        # written, as profile_value means; its annotation leaves that case out.
         profile = form_keep.profile_value(source.get("profile"), self._resolved_profile,
-                                          self._shown_profile,  # type: ignore[arg-type]
+                                          self._shown_profile,
                                           self._profile_table(), self.profile_form.controlled())
         form_keep.set_path(doc, ("profile",), profile)
         return doc

@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass
 
 import numpy as np
-import pyqtgraph as pg  # type: ignore[import-untyped]  # ships no types
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGraphicsItem, QGridLayout, QLabel
 

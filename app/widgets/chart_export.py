@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 # The exporters are a submodule pyqtgraph does not import.
-import pyqtgraph.exporters  # type: ignore[import-untyped]  # noqa: F401
+import pyqtgraph.exporters  # noqa: F401
 from PySide6.QtCore import QMarginsF, QRectF, QSizeF
 from PySide6.QtGui import QPageSize, QPainter, QPdfWriter
 from PySide6.QtWidgets import QApplication

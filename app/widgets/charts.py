@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPen
 

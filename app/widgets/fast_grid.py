@@ -9,8 +9,7 @@ under the data so they never cover a curve.
 
 from __future__ import annotations
 
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, QSizeF
 from PySide6.QtGui import QColor, QPainter, QPen, QTransform
 

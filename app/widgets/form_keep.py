@@ -59,10 +59,10 @@ def method_entry(source: dict | None, shown: dict | None, now: dict) -> dict:
     return entry
 
 
-def profile_value(source: object, resolved: Profile, shown: dict[str, Any], now: dict[str, Any],
+def profile_value(source: object, resolved: Profile, shown: dict[str, Any] | None, now: dict[str, Any],
                   controlled: frozenset[str]) -> object:
     """The document's `profile`: as loaded (a table, or the name of a saved profile) while the form's
-    settings are those it showed; else the loaded profile's own keys the form has no control for
+    settings are those it showed (`shown` None: a profile the form could not show, so never); else the loaded profile's own keys the form has no control for
     (name, docker, hf_cache, env) with the form's settings over them. None: the default profile."""
     if now == shown:
         return copy.deepcopy(source)

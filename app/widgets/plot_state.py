@@ -12,8 +12,7 @@ from __future__ import annotations
 import html
 import math
 
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 
 GROWTH = 1.25  # the x range covers a quarter more than the data's span, rounded up
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.widgets import chart_export, theme

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-# pyqtgraph ships neither type stubs nor a py.typed marker: its names are Any here.
-import pyqtgraph as pg  # type: ignore[import-untyped]
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QPen
 
