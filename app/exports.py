@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import report, store
+from workbench.report.rows import Exportable
 from workbench.usecases import compare_view
 from workbench.usecases.chart_names import ALL_CHARTS, WHAT_IF_CHART_NAMES
 from workbench.usecases.compare_view import CompareView, select
@@ -60,7 +62,7 @@ def export_all(view: CompareView, out: Path, formats: list[str] | tuple[str, ...
             elif fmt == "json":
                 report.write_json(view.data.rows(name), path)
             written.append(path)
-    tables: list[tuple[str, list]] = [("speedup_table", view.speedups)]
+    tables: list[tuple[str, Sequence[Exportable]]] = [("speedup_table", view.speedups)]
     if view.what_if:  # its own file: what-if rows never join the measured table
         tables.append((WHAT_IF_TABLE, view.what_if))
     for name, table in tables:

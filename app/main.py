@@ -7,6 +7,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QIcon
@@ -233,7 +234,7 @@ class MainWindow(QMainWindow):
         self.compare.set_runs(rows, self.db_path)
         self.tabs.setCurrentWidget(self.compare)
 
-    def new_experiment(self, doc: dict) -> None:
+    def new_experiment(self, doc: dict[str, Any]) -> None:
         self.experiment.set_document(doc)
         self.experiment.plan_path = None
         self.tabs.setCurrentWidget(self.experiment)
@@ -363,7 +364,7 @@ class MainWindow(QMainWindow):
         event.accept()
 
 
-def _read_plan_doc(path: Path) -> dict:
+def _read_plan_doc(path: Path) -> dict[str, Any]:
     return tomllib.loads(path.read_text())
 
 

@@ -4,6 +4,8 @@ give up), then has the Experiment page run the plan there."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtWidgets import QInputDialog, QMainWindow, QMessageBox
 
 from app.jobs import worker
@@ -34,7 +36,7 @@ class RemoteRun:
         worker.run(lambda: remote.check(remote.RemoteHost.parse(spec), timeout=60), self.window,
                    lambda info: self._checked(spec, info), self._failed)
 
-    def _checked(self, spec: str, info: dict) -> None:
+    def _checked(self, spec: str, info: dict[str, Any]) -> None:
         self.checking = False
         gpus = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
         self.window.statusBar().showMessage(f"{spec}: Draftbench {info['version']}, {info['accelerator']}: {gpus}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from workbench import store
 
@@ -30,9 +31,9 @@ class RunFeed:
             self._tables = store.tables(self._db)
         return self._db
 
-    def poll(self) -> dict[str, list[tuple]]:
+    def poll(self) -> dict[str, list[tuple[Any, ...]]]:
         db = self._database()
-        out: dict[str, list] = {t: [] for t in self.TABLES}
+        out: dict[str, list[tuple[Any, ...]]] = {t: [] for t in self.TABLES}
         if db is None:
             return out
         # A writer holding the lock for a moment leaves some tables for the next poll.

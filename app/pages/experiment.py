@@ -123,7 +123,7 @@ class ExperimentPage(QWidget):
     def rows(self) -> list[MethodRow]:
         return self.methods_table.rows
 
-    def set_document(self, doc: dict) -> None:
+    def set_document(self, doc: dict[str, Any]) -> None:
         # The form edits a copy: keys it has no field for, and fields left alone, stay as written.
         self._source = copy.deepcopy(doc)
         sweep = doc.get("sweep", {})
@@ -173,7 +173,7 @@ class ExperimentPage(QWidget):
                 raise plan.PlanError(str(exc)) from None
             return None
 
-    def document(self) -> dict:
+    def document(self) -> dict[str, Any]:
         source = self._source
         form_keep.what_if_adaptive(source, self.adaptive.isChecked())
         doc = form_keep.overlay(source, self._shown, self._fields())
@@ -212,7 +212,7 @@ class ExperimentPage(QWidget):
                 self.set_document(before)
             raise plan.PlanError(f"cannot open {path.name}: not a plan the form can show ({exc})") from None
 
-    def document_or_none(self) -> dict | None:
+    def document_or_none(self) -> dict[str, Any] | None:
         try:
             return self.document()
         except plan.PlanError:

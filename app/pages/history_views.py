@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QWidget
@@ -49,7 +49,7 @@ def settings() -> QSettings:
     return QSettings(str(paths.config_dir() / "draftbench.ini"), QSettings.Format.IniFormat)
 
 
-def _read(key: str) -> dict:
+def _read(key: str) -> dict[str, Any]:
     try:
         value = json.loads(str(settings().value(key, "{}")))
     except ValueError:
@@ -57,7 +57,7 @@ def _read(key: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _write(key: str, value: dict) -> None:
+def _write(key: str, value: dict[str, Any]) -> None:
     s = settings()
     s.setValue(key, json.dumps(value, sort_keys=True))
     s.sync()

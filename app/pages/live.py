@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QTimer, Signal
@@ -25,6 +26,7 @@ from app.widgets.slots_table import SlotsTable
 from workbench import events, store
 from workbench.analysis import compare
 from workbench.usecases import host_facts
+from workbench.usecases.host_facts import Gpu
 from workbench.usecases.live_feed import SweepClock
 
 __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
@@ -87,7 +89,7 @@ class LivePage(QWidget):
         self.slots = SlotsTable()
         self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
 
-        self.telemetry: list[tuple] = []
+        self.telemetry: list[tuple[Any, ...]] = []
         self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
         self.charts = LiveCharts()
         self.pace = live_pace.Pace()
@@ -258,7 +260,7 @@ class LivePage(QWidget):
         self.warned.setToolTip("\n".join(found))
         self.warned.setVisible(bool(found))
 
-    def set_host_gpus(self, found: tuple) -> None:
+    def set_host_gpus(self, found: tuple[str, list[Gpu]]) -> None:
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
         gives way to one line, unless the run shown carries GPU readings (recorded elsewhere)."""
         self.host_has_gpus = found[0] != "none" or bool(found[1])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -87,7 +88,7 @@ class LiveData:
     samples: Series         # t, mal, acceptance rate, output tok/s
     requests: Series        # idx, ttft ms, itl ms
     positions: list[float]  # the latest per-position acceptance
-    telemetry: list[tuple]  # (t, source, ...) readings, as the feed gives them
+    telemetry: list[tuple[Any, ...]]  # (t, source, ...) readings, as the feed gives them
     row: RunRecord | None   # the run as last read; None before the first read
     gpus: bool              # the GPU panels show: the host has GPUs, or the run carries GPU readings
 

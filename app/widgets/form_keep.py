@@ -37,7 +37,7 @@ def set_path(doc: dict[str, Any], path: Path_, value: object) -> None:
         table[path[-1]] = value
 
 
-def overlay(source: dict, shown: dict[Path_, object], now: dict[Path_, object]) -> dict:
+def overlay(source: dict[str, Any], shown: dict[Path_, object], now: dict[Path_, object]) -> dict[str, Any]:
     """A copy of `source` with every field whose value changed since it was shown written in."""
     doc = copy.deepcopy(source)
     for path, value in now.items():
@@ -46,7 +46,7 @@ def overlay(source: dict, shown: dict[Path_, object], now: dict[Path_, object]) 
     return doc
 
 
-def method_entry(source: dict | None, shown: dict | None, now: dict) -> dict:
+def method_entry(source: dict[str, Any] | None, shown: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
     """One [[methods]] entry: the loaded entry, with the row's changed fields written in (a field
     the row no longer has, such as a draft for a method that takes none, is removed)."""
     entry = copy.deepcopy(source) if source else {}
@@ -76,13 +76,13 @@ def profile_value(source: object, resolved: Profile, shown: dict[str, Any] | Non
     return None if table == {"kind": "local"} else table
 
 
-def what_if_adaptive(source: dict, adaptive: bool) -> None:
+def what_if_adaptive(source: dict[str, Any], adaptive: bool) -> None:
     """A what-if plan cannot become adaptive: said in the form's words rather than the loader's."""
     if adaptive and (source.get("sweep") or {}).get("mode") == "what-if":
         raise plan.PlanError("a what-if sweep runs every N it lists: it cannot be adaptive (uncheck adaptive N)")
 
 
-def absolute_paths(doc: dict, base: Path) -> dict:
+def absolute_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     """The document as the runner reads it from another folder: the target, drafts, prompt files
     and a profile's interpreter, where given relative to the plan's folder, made absolute."""
 

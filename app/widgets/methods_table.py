@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
+from typing import Any
 
 import tomli_w
 from PySide6.QtCore import Qt, Signal
@@ -29,7 +30,7 @@ def parse_ints(text: str, what: str) -> list[int]:
     return values
 
 
-def parse_options(text: str, what: str) -> dict:
+def parse_options(text: str, what: str) -> dict[str, Any]:
     """`key=value, key=value` (values as TOML: numbers, true/false, "strings")."""
     if not text.strip():
         return {}
@@ -39,7 +40,7 @@ def parse_options(text: str, what: str) -> dict:
         raise plan.PlanError(f"{what}: write options as key=value, separated by commas") from None
 
 
-def format_options(options: dict) -> str:
+def format_options(options: dict[str, Any]) -> str:
     return ", ".join(tomli_w.dumps({k: v}).strip() for k, v in options.items())
 
 
@@ -47,7 +48,7 @@ class MethodRow(QWidget):
     removed = Signal(object)
     changed = Signal()
 
-    def __init__(self, entry: dict | None = None, unavailable: dict[str, str] | None = None):
+    def __init__(self, entry: dict[str, Any] | None = None, unavailable: dict[str, str] | None = None):
         super().__init__()
         entry = entry or {"method": "ngram", "n": [1, 2, 3]}
         # The plan's own entry: the page writes back what the row changed over it (form_keep).
@@ -98,7 +99,7 @@ class MethodRow(QWidget):
         self.method.currentIndexChanged.connect(self._method_changed)
         self._method_changed()
         try:
-            self.shown: dict | None = self.entry(0)
+            self.shown: dict[str, Any] | None = self.entry(0)
         except plan.PlanError:
             self.shown = None  # an entry the row cannot show whole: every field is written back
 
@@ -132,9 +133,9 @@ class MethodRow(QWidget):
         if folder:
             self.draft.setText(folder)
 
-    def entry(self, i: int) -> dict:
+    def entry(self, i: int) -> dict[str, Any]:
         what = f"method #{i}"
-        out: dict = {"method": self.method.currentData(), "n": parse_ints(self.n.text(), f"{what} N values")}
+        out: dict[str, Any] = {"method": self.method.currentData(), "n": parse_ints(self.n.text(), f"{what} N values")}
         if self.draft.isEnabled() and self.draft.text().strip():
             out["draft"] = self.draft.text().strip()
         options = parse_options(self.options.text(), f"{what} options")
@@ -161,7 +162,7 @@ class MethodsTable(QGroupBox):
         layout.addLayout(self.box)
         layout.addWidget(self.add_button, alignment=Qt.AlignmentFlag.AlignLeft)
 
-    def add(self, entry: dict) -> None:
+    def add(self, entry: dict[str, Any]) -> None:
         row = MethodRow(entry, self.unavailable)
         row.removed.connect(self.remove)
         row.changed.connect(self.changed)
@@ -192,7 +193,7 @@ class MethodsTable(QGroupBox):
         row.deleteLater()
         self.changed.emit()
 
-    def set_entries(self, entries: list[dict]) -> None:
+    def set_entries(self, entries: list[dict[str, Any]]) -> None:
         """The plan's methods; its baseline entry is not a row (the baseline is always run)."""
         for row in list(self.rows):
             self.remove(row)
@@ -200,5 +201,5 @@ class MethodsTable(QGroupBox):
             if entry.get("method") != "baseline":
                 self.add(entry)
 
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[dict[str, Any]]:
         return [row.entry(i) for i, row in enumerate(self.rows, 1)]

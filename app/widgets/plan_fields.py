@@ -29,7 +29,7 @@ class KeyField:
     put: Callable[[Any], None]  # shows a value as the plan document holds it (any TOML value)
     signal: SignalInstance  # the widget's signal of a change
 
-    def show(self, doc: dict) -> None:
+    def show(self, doc: dict[str, Any]) -> None:
         table = doc.get(self.key.table, {}) if self.key.table else doc
         self.put(table.get(self.key.name, self.key.default) if isinstance(table, dict) else self.key.default)
 
@@ -91,7 +91,7 @@ class KeysBox(QGroupBox):
             item = item.widget
         self.form.addRow(label, item)
 
-    def show_document(self, doc: dict) -> None:
+    def show_document(self, doc: dict[str, Any]) -> None:
         for f in self.fields:
             f.show(doc)
 

@@ -8,6 +8,8 @@ options) stays the loader's to say (`workbench.plan`), through the page's prefli
 
 from __future__ import annotations
 
+from typing import Any
+
 from workbench.plan import PlanError, kinds, schema
 
 
@@ -35,7 +37,7 @@ def _shown(value: object) -> str:
     return repr(value)
 
 
-def check(doc: dict) -> None:
+def check(doc: dict[str, Any]) -> None:
     """Raises PlanError on the first key the form shows whose value has the wrong type."""
     for key in schema.keys(""):
         if key.label and key.name in doc:

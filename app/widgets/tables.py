@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeade
 from app.models.runs_model import RowsModel
 
 
-class TableModel(RowsModel):
+class TableModel(RowsModel[Any]):
     """Records (frozen dataclasses) shown through (field, header, formatter) columns; `tooltip(row)`
     is what hovering a row shows (None: nothing)."""
 

@@ -4,6 +4,7 @@ options of `draftbench train`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
@@ -114,7 +115,7 @@ class TrainForm(QGroupBox):
                 self.epochs, self.lr, self.vocab, self.layers, self.name, self.out, self.reuse, self.endpoint,
                 self.key_env)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """The form as `draftbench train` options, named as its parser names them; None: left out."""
         def text(w: QLineEdit) -> str | None:
             return w.text().strip() or None
@@ -176,7 +177,7 @@ class TrainForm(QGroupBox):
         self.load_config(data, {})
         self.reuse.setText(str(source))
 
-    def load_config(self, cfg: dict, done: dict) -> None:
+    def load_config(self, cfg: dict[str, Any], done: dict[str, Any]) -> None:
         """A folder with a run in it: the form takes that run's settings, so Start resumes it
         instead of being refused as another configuration."""
         self._loading = True

@@ -4,6 +4,7 @@ curve, the validation accuracy by draft position)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -44,7 +45,7 @@ class StepList(QTreeWidget):
         if detail is not None:
             item.setText(2, detail)
 
-    def show_done(self, done: dict) -> None:
+    def show_done(self, done: dict[str, Any]) -> None:
         """The steps a folder's manifest records as finished (or reused); the rest pending."""
         for key in self.items:
             info = done.get(key)
@@ -71,7 +72,7 @@ class TrainCharts(QWidget):
         theme.integer_ticks(self.acc_plot)
         self.acc_plot.getAxis("left").enableAutoSIPrefix(False)
         self.acc_plot.setYRange(0, 1)
-        self._drawn_val: dict | None = None
+        self._drawn_val: dict[str, Any] | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.loss_plot, 3)
@@ -103,7 +104,7 @@ class TrainCharts(QWidget):
         return written
 
 
-def detail(step: str, info: dict) -> str:
+def detail(step: str, info: dict[str, Any]) -> str:
     secs = f" in {info['seconds']:.0f} s" if isinstance(info.get("seconds"), (int, float)) else ""
     if step == "prompts":
         return f"{info.get('prompts')} prompts{secs}"

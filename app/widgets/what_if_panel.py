@@ -29,7 +29,7 @@ STEP_COST_TIP = report.WHAT_IF_TIPS["step_cost"]
 BREAK_EVEN_TIP = report.WHAT_IF_TIPS["break_even_p1"]
 
 
-class WhatIfModel(RowsModel):
+class WhatIfModel(RowsModel[BreakEvenRow]):
     """The what-if table (workbench.analysis.breakeven.rows), as `draftbench show` prints it."""
     columns = report.WHAT_IF_COLUMNS
 

@@ -293,7 +293,7 @@ class WhatIfDialog(QDialog):
             row.number.setText(f"#{i}")
         self.timer.start()
 
-    def _spec(self) -> dict:
+    def _spec(self) -> dict[str, Any]:
         """The form as plain values (read here, on the GUI thread); PlanError for what it cannot say."""
         if not self.rows:
             raise plan.PlanError("add at least one method: a what-if sweep compares drafting against the baseline")
