@@ -8,24 +8,18 @@ from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QTreeView,
-    QVBoxLayout, QWidget,
-)
+from PySide6.QtWidgets import QLabel, QMessageBox, QVBoxLayout, QWidget
 
 from app.jobs import worker
 from app.models.runs_model import SORT_ROLE, HistoryRow, RunsModel, history_row
 from app.models.sweep_tree import EXPERIMENT_ROLE, RUN_ROLE, SweepTree
 from app.pages import history_views
 from app.pages.history_filter import RunsFilter
-from app.pages.history_views import SavedView, ViewsBar
+from app.pages.history_bars import ActionsBar, FilterBar, runs_view
+from app.pages.history_views import SavedView
 from app.widgets.run_diff import RunDiff
 from app.widgets.run_notes import RunNotes
 from workbench import store
-
-FILTERS = ("method", "workload", "status", "target")
-ANY = "(any)"
-
 
 class HistoryPage(QWidget):
     open_in_live = Signal(int)
@@ -45,84 +39,27 @@ class HistoryPage(QWidget):
         self.proxy.setSourceModel(self.tree)
         self.proxy.setSortRole(SORT_ROLE)
         self._expanded: set[int] = set()  # experiments the reader left open, kept across refreshes
-        self.view = QTreeView()
-        self.view.setModel(self.proxy)
-        self.view.setSortingEnabled(True)
-        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
-        self.view.setUniformRowHeights(True)  # one row height for all: a large history scrolls fast
-        self.view.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # Column widths from the first rows only: measuring every row of a large history took
-        # seconds per refresh (the page refreshes on every run event of a sweep).
-        self.view.header().setResizeContentsPrecision(64)
-        self.view.header().setStretchLastSection(True)
-        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.view = runs_view(self.proxy)
         self.view.doubleClicked.connect(lambda _: self._open())
         self.view.expanded.connect(lambda i: self._expanded.add(i.data(EXPERIMENT_ROLE)))
         self.view.collapsed.connect(lambda i: self._expanded.discard(i.data(EXPERIMENT_ROLE)))
-
-        self.combos: dict[str, QComboBox] = {}
-        bar = QHBoxLayout()
-        for key in FILTERS:
-            combo = QComboBox()
-            combo.setMinimumContentsLength(12)
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setToolTip(f"Show only runs with this {key}")
-            combo.currentTextChanged.connect(lambda text, k=key: self.proxy.set_filter(k, None if text == ANY else text))
-            self.combos[key] = combo
-            bar.addWidget(QLabel(key.capitalize()))
-            bar.addWidget(combo)
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search method, target, workload, status, tags, notes (Ctrl+F)")
-        self.search.setToolTip("Show only runs containing every word typed here, in their method, target, "
-                               "workload, status, tags or notes (Ctrl+F; Esc clears)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(160)
+        self.filters = FilterBar()
+        self.filters.filter_changed.connect(self.proxy.set_filter)
+        self.combos, self.search = self.filters.combos, self.filters.search
         self.search.textChanged.connect(self._searched)
-        QShortcut(QKeySequence.StandardKey.Find, self, self._focus_search)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)
-        bar.addWidget(self.search, 1)
-        self.open_button = QPushButton("Open in Live")
-        self.open_button.setToolTip("Show the selected run's charts (Enter)")
-        self.open_button.clicked.connect(self._open)
-        self.delete_button = QPushButton("Delete")
-        self.delete_button.setToolTip("Delete the selected runs and everything measured in them (Delete)")
-        self.delete_button.clicked.connect(self.delete_selected)
-        self.compare_button = QPushButton("Compare selected")
-        self.compare_button.setToolTip("Compare the selected runs against their baselines (Ctrl+K)")
-        self.compare_button.setShortcut("Ctrl+K")
-        self.compare_button.clicked.connect(self._compare_selected)
-        self.compare_experiment_button = QPushButton("Compare experiment")
-        self.compare_experiment_button.setToolTip("Compare every run of the selected run's experiment")
-        self.compare_experiment_button.clicked.connect(self._compare_experiment)
-        self.diff_button = QPushButton("Diff two runs")
-        self.diff_button.setToolTip("Every field of the two selected runs side by side, differences highlighted "
-                                    "(Ctrl+D)")
-        self.diff_button.setShortcut("Ctrl+D")
-        self.diff_button.clicked.connect(self.diff_selected)
-        self.diff_button.setEnabled(False)
+        self.toolbar = ActionsBar(self.current_view)
+        # The toolbar's parts that the page's methods (and its tests) read under these names.
+        self.open_button, self.diff_button, self.pin_button = (self.toolbar.open_button, self.toolbar.diff_button,
+                                                               self.toolbar.pin_button)
+        self.pinned, self.views = self.toolbar.pinned, self.toolbar.views
         self.diff: RunDiff | None = None
-        self.pin_button = QPushButton("Pin as baseline")
-        self.pin_button.setToolTip("Mark the selected run as this results file's baseline (◆ in the Run column): "
-                                   "Compare takes speedups against it; again on the pinned run unpins it "
-                                   "(Ctrl+Shift+B)")
-        self.pin_button.setShortcut("Ctrl+Shift+B")
-        self.pin_button.clicked.connect(self.pin_selected)
-        self.pinned = QLabel("")
-        self.views = ViewsBar(self.current_view)
+        bar = self.toolbar
+        for button, action in ((bar.open_button, self._open), (bar.delete_button, self.delete_selected),
+                               (bar.compare_button, self._compare_selected), (bar.diff_button, self.diff_selected),
+                               (bar.compare_experiment_button, self._compare_experiment),
+                               (bar.pin_button, self.pin_selected)):
+            button.clicked.connect(action)
         self.views.chosen.connect(self.apply_view)
-        # The actions on a row of their own: beside the filters they made the page, hence the
-        # window, wider than a 1280-pixel screen.
-        actions = QHBoxLayout()
-        actions.addWidget(self.views)
-        actions.addWidget(self.pinned)
-        actions.addStretch(1)
-        actions.addWidget(self.pin_button)
-        actions.addWidget(self.diff_button)
-        actions.addWidget(self.compare_button)
-        actions.addWidget(self.compare_experiment_button)
-        actions.addWidget(self.open_button)
-        actions.addWidget(self.delete_button)
         QShortcut(QKeySequence.StandardKey.Delete, self.view, self.delete_selected)
         QShortcut(QKeySequence(Qt.Key.Key_Return), self.view, self._open)
         self.empty = QLabel("")
@@ -130,8 +67,8 @@ class HistoryPage(QWidget):
         self.notes.save.connect(self.save_notes)
         self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         layout = QVBoxLayout(self)
-        layout.addLayout(bar)
-        layout.addLayout(actions)
+        for part in (self.filters, self.toolbar):
+            layout.addWidget(part)
         layout.addWidget(self.view, 1)  # the runs get the height; the notes keep their few lines
         layout.addWidget(self.empty)
         layout.addWidget(self.notes)
@@ -165,15 +102,7 @@ class HistoryPage(QWidget):
         kept = self.selected_ids()  # a refresh resets the model: the selection is put back after
         self.model.set_rows(rows)
         self.tree.set_experiments(experiments)
-        for key, combo in self.combos.items():
-            current = combo.currentText() or ANY
-            values = sorted({str(r.value(key)) for r in rows})
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems([ANY] + values)
-            combo.setCurrentText(current if current in values else ANY)
-            combo.blockSignals(False)
-            self.proxy.set_filter(key, None if combo.currentText() == ANY else combo.currentText())
+        self.filters.offer(rows)
         self._show_pin(history_views.pinned_baseline(db_path))
         self._expand()
         # Measured again once the rows to show are unfolded: a tree sizes its columns on the rows
@@ -199,18 +128,11 @@ class HistoryPage(QWidget):
     def current_view(self) -> SavedView:
         header = self.view.header()
         return SavedView(search=self.search.text(), sort_column=header.sortIndicatorSection(),
-                         sort_order=int(header.sortIndicatorOrder().value),
-                         filters={key: combo.currentText() for key, combo in self.combos.items()
-                                  if combo.currentText() not in ("", ANY)})
+                         sort_order=int(header.sortIndicatorOrder().value), filters=self.filters.chosen())
 
     def apply_view(self, view: SavedView) -> None:
-        """Shows a saved view: a filter value no run has any more is added to its combo, so the view
-        reads as saved (and shows nothing) rather than silently showing everything."""
-        for key, combo in self.combos.items():
-            value = view.filters.get(key, ANY)
-            if combo.findText(value) < 0:
-                combo.addItem(value)
-            combo.setCurrentText(value)
+        """Shows a saved view: its filters (see FilterBar.choose), its search and its sort."""
+        self.filters.choose(view.filters)
         self.search.setText(view.search)
         self.view.sortByColumn(view.sort_column, Qt.SortOrder(view.sort_order))
 
@@ -259,10 +181,6 @@ class HistoryPage(QWidget):
     def _save_failed(self, exc: BaseException) -> None:
         self.notes.save_button.setEnabled(self.notes.run_id is not None)
         QMessageBox.warning(self, "Save notes", str(exc))
-
-    def _focus_search(self) -> None:
-        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        self.search.selectAll()
 
     def _searched(self, text: str) -> None:
         self.proxy.set_search(text)
@@ -335,21 +253,21 @@ class HistoryPage(QWidget):
 
     def delete_selected(self, confirm: bool = True) -> None:
         ids = self.selected_ids()
-        if not ids or self.db_path is None or not self.delete_button.isEnabled():
+        if not ids or self.db_path is None or not self.toolbar.delete_button.isEnabled():
             return
         question = f"Delete {len(ids)} run(s) and everything measured in them?"
         if confirm and QMessageBox.question(self, "Delete runs", question) != QMessageBox.StandardButton.Yes:
             return
         db_path = self.db_path
-        self.delete_button.setEnabled(False)  # one delete at a time
+        self.toolbar.delete_button.setEnabled(False)  # one delete at a time
         worker.run(lambda: _delete_runs(db_path, ids), self, lambda _: self._deleted(db_path), self._delete_failed)
 
     def _deleted(self, db_path: Path) -> None:
-        self.delete_button.setEnabled(True)
+        self.toolbar.delete_button.setEnabled(True)
         self.load(db_path)
 
     def _delete_failed(self, exc: BaseException) -> None:
-        self.delete_button.setEnabled(True)
+        self.toolbar.delete_button.setEnabled(True)
         QMessageBox.warning(self, "Delete runs", str(exc))
         if self.db_path is not None:
             self.load(self.db_path)
