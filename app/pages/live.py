@@ -7,21 +7,18 @@ and draws, `app.pages.live_pace`."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
-)
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.models.dbpoll import RunFeed
 from app.pages import live_pace
 from app.pages.live_charts import NO_GPU, TIPS, LiveCharts, LiveData, Series
-from app.widgets import theme
+from app.pages.live_parts import RunHeadline, ServerLog, SweepBar
 from app.widgets.slots_table import SlotsTable
 from workbench import events, store
 from workbench.analysis import compare
@@ -43,88 +40,39 @@ class LivePage(QWidget):
         self.samples = Series(4)   # t, mal, acceptance rate, output tok/s
         self.requests = Series(3)  # idx, ttft ms, itl ms
         self.positions: list[float] = []
+        self.telemetry: list[tuple[Any, ...]] = []
+        self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
         self.sweep_total = 0
         self.sweep_done = 0
         self.clock = SweepClock()
         self.starting = ""      # "starting server k of n" until the server answers
         self.host_has_gpus = True
-
-        self.title = QLabel("No run selected: start a sweep on the Experiment page, or open a run from History.")
-        self.title.setWordWrap(True)
-        # A run that lost requests, or failed, said in one line that stands out.
-        self.flag = QLabel("")
-        self.flag.setWordWrap(True)
-        self.flag.setStyleSheet("color: #b00020; font-weight: bold")
-        self.flag.setVisible(False)
-        # What may have skewed the run's figures (the runner's warnings: a busy client or app, ...).
-        self.warned = QLabel("")
-        self.warned.setWordWrap(True)
-        self.warned.setStyleSheet("color: #9a6700")
-        self.warned.setVisible(False)
-        # The sweep's acceptance alarms as they come (a collapsed MAL, a mid-run drop, an EOS
-        # over-count): a run whose MAL should not be trusted as it stands, said where it is watched.
-        self.alarms = QLabel("")
-        self.alarms.setWordWrap(True)
-        self.alarms.setStyleSheet("color: #b00020")
-        self.alarms.setToolTip("Acceptance alarms of this sweep's finished runs (stored with each run; "
-                               "`draftbench show RUN` lists them)")
-        self.alarms.setVisible(False)
         self.alarm_lines: list[str] = []
-        self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m runs")
-        self.progress.setToolTip("Runs of the sweep done (completed or failed) out of all its runs")
-        self.eta = QLabel("")
+        self.adaptive_lines: dict[str, str] = {}
+
+        self.headline = RunHeadline()
+        self.sweep_bar = SweepBar()
+        self.sweep_bar.stop_requested.connect(self.stop_requested)
+        # The parts' labels and buttons under the names the page's methods (and its tests) read them by.
+        self.title, self.flag, self.warned, self.alarms = (self.headline.title, self.headline.flag,
+                                                           self.headline.warned, self.headline.alarms)
+        self.progress, self.stop_button = self.sweep_bar.progress, self.sweep_bar.stop_button
+        self.eta, self.pace_note = self.sweep_bar.eta, self.sweep_bar.pace_note
         # An adaptive sweep's reasoning: per context, its latest prediction, then its recommendation.
         self.adaptive = QLabel("")
         self.adaptive.setWordWrap(True)
         self.adaptive.setVisible(False)
-        self.adaptive_lines: dict[str, str] = {}
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the sweep: every server is shut down and the runs in flight are marked "
-                                    "cancelled (Ctrl+.)")
-        # Ctrl+. belongs to the main window's Sweep > Stop, which works on every page: a second
-        # owner here would make Qt find the key ambiguous on this page and fire neither.
-        self.stop_button.setEnabled(False)
-        self.stop_button.clicked.connect(self.stop_requested)
         self.slots = SlotsTable()
         self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
-
-        self.telemetry: list[tuple[Any, ...]] = []
-        self.gpu_readings = False  # whether the run shown has GPU readings (recorded on a GPU host)
         self.charts = LiveCharts()
         self.pace = live_pace.Pace()
-        self.pace_note = QLabel(live_pace.NOTE)
-        self.pace_note.setStyleSheet("color: #666666; font-size: 8pt")
-        self.pace_note.setVisible(False)
-
-        self.log = QPlainTextEdit(readOnly=True)
-        self.log.setMaximumBlockCount(1000)
-        self.log.setToolTip("The vLLM server's output for this run")
-        self.log.setFont(theme.mono())
-
-        # The clock and the pace note wrap on a line of their own under the progress bar: side by
-        # side with it, their longest texts held the window over 1280 pixels wide.
-        self.eta.setWordWrap(True)
-        self.pace_note.setWordWrap(True)
-        top = QHBoxLayout()
-        top.addWidget(self.progress, 1)
-        top.addWidget(self.stop_button)
-        clock = QHBoxLayout()
-        clock.addWidget(self.eta, 1)
-        clock.addWidget(self.pace_note)
+        self.server_log = ServerLog()
+        self.log = self.server_log.text
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
-        layout.addWidget(self.flag)
-        layout.addWidget(self.warned)
-        layout.addWidget(self.alarms)
-        layout.addLayout(top)
-        layout.addLayout(clock)
-        layout.addWidget(self.charts.no_gpu)
-        layout.addWidget(self.adaptive)
-        layout.addWidget(self.slots)
+        for part in (self.headline, self.sweep_bar, self.charts.no_gpu, self.adaptive, self.slots):
+            layout.addWidget(part)
         layout.addLayout(self.charts.grid, 4)
-        layout.addWidget(QLabel("Server log"))
-        layout.addWidget(self.log, 1)
+        layout.addWidget(self.server_log, 1)
 
         self.poll_timer = QTimer(self, interval=live_pace.POLL_MS)
         self.poll_timer.timeout.connect(self._poll_tick)
@@ -220,7 +168,7 @@ class LivePage(QWidget):
                 self.charts.dirty = True  # an empty chart says why by the run's method and state
             self.run_row = row
             self.charts.colour(row)
-            self._flag(row)
+            self.headline.show_flags(row)
             n = "" if row.n is None else f" N={row.n}"
             figures = ""
             if row.status == "completed":
@@ -238,27 +186,6 @@ class LivePage(QWidget):
                                f"concurrency {row.concurrency} · <i>{html.escape(state)}</i>{what_if}{figures}")
             if row.status in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
-
-    def _flag(self, row: store.RunRecord) -> None:
-        lost = row.requests_failed or 0
-        if row.status == "failed":
-            text = f"Run {row.id} failed: {row.error or 'see the server log'}"
-        elif row.status == "partial" or lost:
-            sent = (row.requests_ok or 0) + lost
-            text = (f"Run {row.id} is partial: {lost} of {sent} requests failed "
-                    f"({row.error or 'see the server log'}); it is left out of speedups")
-        else:
-            text = ""
-        self.flag.setText(text)
-        self.flag.setVisible(bool(text))
-        try:
-            found = json.loads(row.warnings or "[]")
-        except ValueError:
-            found = []
-        more = f" (and {len(found) - 1} more: hover to read them)" if len(found) > 1 else ""
-        self.warned.setText(f"Warning: {found[0]}{more}" if found else "")
-        self.warned.setToolTip("\n".join(found))
-        self.warned.setVisible(bool(found))
 
     def set_host_gpus(self, found: tuple[str, list[Gpu]]) -> None:
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
