@@ -90,15 +90,15 @@ def local_folder(ref: str) -> Path | None:
     path = Path(ref).expanduser()
     if (path / "config.json").is_file():
         return path
-    # Deferred: hub imports huggingface_hub and httpx, which this module otherwise does without
-    from workbench.checkpoints import hub
+    # Deferred: hub_api imports huggingface_hub and httpx, which this module otherwise does without
+    from workbench.checkpoints import hub_api
 
-    if not hub.REPO_ID.match(ref):
+    if not hub_api.REPO_ID.match(ref):
         return None
     # Deferred: huggingface_hub is slow to import and only a Hub id needs it
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(ref, "config.json", cache_dir=hub.cache_dir())
+    found = try_to_load_from_cache(ref, "config.json", cache_dir=hub_api.cache_dir())
     return Path(found).parent if isinstance(found, str) else None
 
 

@@ -30,11 +30,11 @@ def register(sub: Verbs) -> None:
 
 def pull(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench.checkpoints import hub
+    from workbench.checkpoints import hub, hub_api
 
     patterns = (args.include or []) + hub.CONFIG_PATTERNS if args.config_only else args.include
     try:
-        info = hub.remote(args.repo, args.revision) if not hub.offline() else None
+        info = hub_api.remote(args.repo, args.revision) if not hub_api.offline() else None
         if args.config_only and info is not None:
             part = info.matching(patterns)
             summary = (f"config only: {hub.human(sum(f.size for f in part))} of {hub.human(info.size)} "
@@ -62,7 +62,7 @@ def pull(args: argparse.Namespace) -> int:
                 print(f"[{pct:5.1f}%] {hub.human(done)} / {hub.human(total)}  {name}", file=sys.stderr, flush=True)
 
         folder = hub.Download(args.repo, args.revision, patterns, progress).run()
-    except hub.HubError as exc:
+    except hub_api.HubError as exc:
         raise CliError(str(exc)) from None
     print(folder)
     return 0
@@ -70,15 +70,15 @@ def pull(args: argparse.Namespace) -> int:
 
 def models(args: argparse.Namespace) -> int:
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
-    from workbench.checkpoints import hub
+    from workbench.checkpoints import hub, hub_api
 
     try:
         if args.delete:
             freed = hub.delete(args.delete)
-            print(f"removed {args.delete} from {hub.cache_dir()} ({hub.human(freed)} freed)")
+            print(f"removed {args.delete} from {hub_api.cache_dir()} ({hub.human(freed)} freed)")
             return 0
         if args.search is not None:
-            hits = hub.search(args.search)
+            hits = hub_api.search(args.search)
             if args.json:
                 print(json.dumps([h.__dict__ for h in hits], indent=1))
                 return 0
@@ -87,14 +87,14 @@ def models(args: argparse.Namespace) -> int:
                            h.pipeline or ""] for h in hits]))
             return 0
         rows = hub.cached()
-    except hub.HubError as exc:
+    except hub_api.HubError as exc:
         raise CliError(str(exc)) from None
     if args.json:
         print(json.dumps([{"repo": r.repo, "size": r.size, "files": r.files, "revisions": list(r.revisions),
                            "refs": list(r.refs), "partial": r.partial, "path": str(r.path)} for r in rows], indent=1))
         return 0
-    token = "present" if hub.token_present() else "not set"
-    print(f"cache: {hub.cache_dir()}   token: {token}   offline: {'yes' if hub.offline() else 'no'}")
+    token = "present" if hub_api.token_present() else "not set"
+    print(f"cache: {hub_api.cache_dir()}   token: {token}   offline: {'yes' if hub_api.offline() else 'no'}")
     print(table(["repo", "size", "files", "refs", "partial download"],
                  [[r.repo, hub.human(r.size), str(r.files), ",".join(r.refs),
                    hub.human(r.partial) if r.partial else ""] for r in rows]))

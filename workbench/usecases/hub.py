@@ -1,13 +1,13 @@
 """The Models page's work with the Hugging Face Hub and the local cache: search, a repo's files and
-sizes, downloads, the cached models and their deletion (workbench.checkpoints.hub does it)."""
+sizes, downloads, the cached models and their deletion (workbench.checkpoints.hub and hub_api do it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from workbench.checkpoints import hub
-from workbench.checkpoints.hub import (CONFIG_PATTERNS, CachedRepo, Download, GatedError, HubError, RemoteRepo,
-                                       SearchHit, Unreachable)
+from workbench.checkpoints.hub import CONFIG_PATTERNS, CachedRepo, Download
+from workbench.checkpoints.hub_api import GatedError, HubError, RemoteRepo, SearchHit, Unreachable
 
 __all__ = ["CONFIG_PATTERNS", "CachedRepo", "Download", "GatedError", "HubError", "RemoteRepo", "SearchHit",
            "Unreachable", "cache_dir", "cached", "delete", "explain", "human", "offline", "remote", "search",
