@@ -52,7 +52,7 @@ class Event(messages.Message):
     TAG = "event"
     KIND: ClassVar[Kind | None] = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return messages.encode(self)
 
 
@@ -169,7 +169,7 @@ class Progress(Event):
 class AdaptiveStarted(Event):
     KIND = Kind.ADAPTIVE_STARTED
     contexts: int
-    probes: dict  # context label -> the N measured first
+    probes: dict[str, list[int]]  # context label -> the Ns measured first
 
 
 @_record
@@ -225,7 +225,7 @@ class StepSkipped(Event):
 class StepFinished(Event):
     KIND = Kind.STEP_FINISHED
     step: str
-    info: dict = _rest()  # what the step recorded in the manifest (counts, seconds, paths)
+    info: dict[str, Any] = _rest()  # what the step recorded in the manifest (counts, seconds, paths)
 
 
 @_record
@@ -241,7 +241,7 @@ class TrainStep(Event):
     step: int | None
     epoch: int | None
     loss: float | None
-    metrics: dict
+    metrics: dict[str, Any]
 
 
 @_record
@@ -249,7 +249,7 @@ class Validation(Event):
     KIND = Kind.VALIDATION
     epoch: int | None
     loss: float | None
-    metrics: dict
+    metrics: dict[str, Any]
 
 
 @_record
@@ -267,7 +267,7 @@ class Other(Event):
     kept whole, so it can be passed on, and ignored by every consumer. Its kind is its `event`
     field, written under the same key the known kinds are."""
     event: str
-    fields: dict = field(default_factory=dict, metadata=messages.REST)
+    fields: dict[str, Any] = field(default_factory=dict, metadata=messages.REST)
 
 
 RECORDS: dict[str, type[Event]] = {k: c for k, c in Event.KINDS.items() if issubclass(c, Event)}
@@ -340,7 +340,7 @@ class Follower:
         self.offset += sum(len(line) + 1 for line in complete)
         return [line for line in complete if line.strip()]
 
-    def objects(self) -> list[dict]:
+    def objects(self) -> list[dict[str, Any]]:
         """The JSON objects of the new lines (for files of records that are not events)."""
         out = []
         for line in self.lines():
@@ -357,7 +357,7 @@ class Follower:
         return [e for e in map(from_json, self.objects()) if e is not None]
 
 
-def read_objects(path: str | Path) -> list[dict]:
+def read_objects(path: str | Path) -> list[dict[str, Any]]:
     """Every JSON object of a JSON-lines file (none when it does not exist); a line cut by a
     crash is skipped."""
     return Follower(path).objects()

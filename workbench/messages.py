@@ -161,7 +161,7 @@ def decode(obj: Any, cls: type[T]) -> T:
     return member(**_read(member, obj, str(kind), cls.TAG))
 
 
-def _read(cls: type, obj: dict, kind: str, tag: str | None) -> dict[str, Any]:
+def _read(cls: type, obj: dict[str, Any], kind: str, tag: str | None) -> dict[str, Any]:
     values: dict[str, Any] = {}
     named = {tag}
     rest = None

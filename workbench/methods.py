@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import json
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ def get(name: str) -> Method:
 
 
 def speculative_config(method: str, n: int | None, draft: str | None = None,
-                       options: dict | None = None) -> dict | None:
+                       options: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The `--speculative-config` dict; None for the baseline. `method` is always explicit,
     because vLLM's auto-detection from the draft path can override the intended method."""
     m = get(method)
@@ -95,7 +96,7 @@ def speculative_config(method: str, n: int | None, draft: str | None = None,
         lo, hi = options.get("prompt_lookup_min"), options.get("prompt_lookup_max")
         if lo is not None and hi is not None and lo > hi:
             raise MethodError(f"ngram: prompt_lookup_min={lo} must be <= prompt_lookup_max={hi}")
-    config: dict = {"method": m.name, "num_speculative_tokens": n}
+    config: dict[str, Any] = {"method": m.name, "num_speculative_tokens": n}
     if draft:
         config["model"] = draft
     config.update(options)
@@ -107,7 +108,7 @@ def speculative_config(method: str, n: int | None, draft: str | None = None,
 DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"
 
 
-def draft_sample_method(config: dict | None) -> str | None:
+def draft_sample_method(config: dict[str, Any] | None) -> str | None:
     """How the server samples drafts for this `--speculative-config`: its own
     `draft_sample_method`, else vLLM's default; None where no model drafts (the baseline, n-gram
     and suffix decoding look drafts up)."""
@@ -116,7 +117,7 @@ def draft_sample_method(config: dict | None) -> str | None:
     return str(config.get("draft_sample_method", DEFAULT_DRAFT_SAMPLE_METHOD))
 
 
-def speculative_args(config: dict | None) -> list[str]:
+def speculative_args(config: dict[str, Any] | None) -> list[str]:
     if config is None:
         return []
     return ["--speculative-config", json.dumps(config, separators=(",", ":"))]

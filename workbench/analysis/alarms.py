@@ -17,6 +17,7 @@ check is made for model-based drafters only.
 
 from __future__ import annotations
 
+from typing import Any
 import json
 from dataclasses import asdict, dataclass
 
@@ -38,7 +39,7 @@ class Alarm:
     kind: str
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -132,5 +133,5 @@ def encode(alarms: list[Alarm]) -> str:
     return json.dumps([a.to_json() for a in alarms])
 
 
-def decode(text: str | None) -> list[dict]:
+def decode(text: str | None) -> list[dict[str, Any]]:
     return json.loads(text) if text else []

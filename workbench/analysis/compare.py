@@ -73,7 +73,7 @@ def is_what_if(row: store.RunRecord) -> bool:
     return bool(row.what_if)
 
 
-def imposed(row: store.RunRecord) -> dict | None:
+def imposed(row: store.RunRecord) -> dict[str, Any] | None:
     """A what-if run's imposed curve: rates, source, mal (None for a measured run or a baseline)."""
     return json.loads(row.imposed) if row.imposed else None
 
@@ -151,7 +151,7 @@ class Config:
         return is_what_if(self.rows[0])
 
     @property
-    def imposed(self) -> dict | None:
+    def imposed(self) -> dict[str, Any] | None:
         return imposed(self.rows[0])
 
     @property

@@ -21,6 +21,7 @@ identical (IDENTICAL_MIN); both sit well below what healthy runs scored (docs/re
 
 from __future__ import annotations
 
+from typing import Any
 import math
 import statistics
 from collections.abc import Callable
@@ -112,10 +113,10 @@ def baseline_for(row: store.RunRecord, rows: list[store.RunRecord]) -> store.Run
     return same[0] if same else None
 
 
-def columns(check: Check | None, own: Answers) -> dict:
+def columns(check: Check | None, own: Answers) -> dict[str, Any]:
     """A run's stored lossless figures."""
     acc, graded = accuracy(own)
-    out: dict = {"accuracy": acc, "graded": graded}
+    out: dict[str, Any] = {"accuracy": acc, "graded": graded}
     if check is not None:
         out.update({"lossless_baseline": check.baseline, "lossless_compared": check.compared,
                     "lossless_identical": check.identical, "lossless_prefix": check.prefix_share,
@@ -156,7 +157,7 @@ def summary(row: store.RunRecord) -> str:
     return ", ".join(parts) or "-"
 
 
-def figures_for(rows: list[store.RunRecord], answers_of: Callable[[int], Answers]) -> dict[int, dict]:
+def figures_for(rows: list[store.RunRecord], answers_of: Callable[[int], Answers]) -> dict[int, dict[str, Any]]:
     """The stored columns of every checkable run among `rows` (one experiment's), each speculative
     run against its baseline; `answers_of(run_id)` reads a run's answers. Runs without stored
     answers (recorded before answers were) get nothing."""

@@ -36,14 +36,14 @@ class Verdict:
 class Checkpoint:
     """What config.json and the safetensors headers say about one model folder."""
     ref: str
-    config: dict
+    config: dict[str, Any]
     tensors: dict[str, tuple[str, list[int]]]  # name -> (dtype, shape)
 
     @property
     def name(self) -> str:
         return self.ref.rstrip("/").rsplit("/", 1)[-1]
 
-    def text(self) -> dict:
+    def text(self) -> dict[str, Any]:
         """The language-model part: `text_config` for multimodal and Gemma 4 configs,
         `transformer_layer_config` for speculators-format ones."""
         c = self.config
@@ -57,7 +57,7 @@ class CompatError(DraftbenchError, ValueError):
     """A checkpoint whose config cannot be read."""
 
 
-def read_safetensors_header(path: Path) -> dict:
+def read_safetensors_header(path: Path) -> dict[str, Any]:
     """The JSON header of a .safetensors file: 8 bytes little-endian length, then that much JSON."""
     with open(path, "rb") as f:
         head = f.read(8)

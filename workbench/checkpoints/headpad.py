@@ -12,6 +12,7 @@ usage: python -m workbench.checkpoints.headpad SRC_DIR DST_DIR --tp 2
 
 from __future__ import annotations
 
+from typing import Any
 import argparse
 import json
 import math
@@ -30,7 +31,7 @@ def padded_heads(q_heads: int, kv_heads: int, tp: int) -> tuple[int, int]:
     return kv * group, kv
 
 
-def pad(src: str | Path, dst: str | Path, tp: int) -> dict:
+def pad(src: str | Path, dst: str | Path, tp: int) -> dict[str, Any]:
     # Deferred: torch and safetensors take seconds to import and only padding the weights needs them
     import torch
     from safetensors.torch import load_file, save_file

@@ -4,6 +4,7 @@ server that dies at start costs minutes and says why only in its log."""
 
 from __future__ import annotations
 
+from typing import Any
 from workbench.checkpoints.compat import ERROR, WARNING, Checkpoint, Verdict
 from workbench.host.serving import ServingVllm, version_tuple
 
@@ -54,7 +55,7 @@ def gemma4_head_dim(target: Checkpoint, vllm: ServingVllm) -> Verdict | None:
                    f"with transformers {vllm.transformers}, which cannot load it: {why}; use {GEMMA4_FIX}")
 
 
-def assistant_method(draft: Checkpoint, speculative_config: dict | None) -> Verdict | None:
+def assistant_method(draft: Checkpoint, speculative_config: dict[str, Any] | None) -> Verdict | None:
     """A Gemma 4 assistant draft whose --speculative-config does not say "method": "mtp"."""
     if draft.config.get("model_type") not in ASSISTANT_TYPES or not speculative_config:
         return None
@@ -70,7 +71,7 @@ def is_moe(cp: Checkpoint) -> bool:
     return bool(text.get("enable_moe_block")) or (text.get("num_experts") or 0) > 0
 
 
-def gemma4_moe_mtp(target: Checkpoint, speculative_config: dict | None, vllm: ServingVllm,
+def gemma4_moe_mtp(target: Checkpoint, speculative_config: dict[str, Any] | None, vllm: ServingVllm,
                    env: dict[str, str]) -> Verdict | None:
     """A Gemma 4 mixture-of-experts target with MTP drafting on vLLM >= 0.25 without the V2 model
     runner: refused where the crash was seen (0.25, 0.26), a warning on later versions."""
@@ -89,7 +90,7 @@ def gemma4_moe_mtp(target: Checkpoint, speculative_config: dict | None, vllm: Se
                    f"vLLM {vllm.version}, which may still stop at start: {why}; if it does, {fix}")
 
 
-def check(target: Checkpoint | None, draft: Checkpoint | None, speculative_config: dict | None,
+def check(target: Checkpoint | None, draft: Checkpoint | None, speculative_config: dict[str, Any] | None,
           vllm: ServingVllm, env: dict[str, str] | None = None) -> list[Verdict]:
     """The verdicts on one server: what is not on disk is not checked here (compat says so)."""
     found = [gemma4_head_dim(target, vllm) if target is not None else None,

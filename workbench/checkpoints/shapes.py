@@ -9,6 +9,7 @@ must decode; the real vocabulary size is kept because the LM head is a large par
 
 from __future__ import annotations
 
+from typing import Any
 import hashlib
 import json
 import os
@@ -75,7 +76,7 @@ class Shape:
         """The shipped config files, by name."""
         return {n: (self.source_dir / n).read_bytes() for n in SHIPPED_FILES if (self.source_dir / n).is_file()}
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         return json.loads((self.source_dir / "config.json").read_text())
 
     @property
@@ -113,7 +114,7 @@ def _load() -> tuple[Shape, ...]:
     return shapes
 
 
-def _parse(entry: dict) -> Shape:
+def _parse(entry: dict[str, Any]) -> Shape:
     name = entry.get("name", "?")
     unknown = set(entry) - FIELDS
     if unknown:
@@ -157,7 +158,7 @@ def pairs() -> list[ShapePair]:
     return out
 
 
-def vocab_size(config: dict) -> int:
+def vocab_size(config: dict[str, Any]) -> int:
     size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
     if not isinstance(size, int) or size <= 0:
         raise ShapeError("the config has no vocab_size")
@@ -253,7 +254,7 @@ def _write(shape: Shape, files: dict[str, bytes], digest: str, out: Path) -> Non
                                             "vocab_size": vocab_size(config), "files": written}, indent=2) + "\n")
 
 
-def special_ids(config: dict, generation: dict | None = None) -> tuple[dict[int, str], dict[str, str]]:
+def special_ids(config: dict[str, Any], generation: dict[str, Any] | None = None) -> tuple[dict[int, str], dict[str, str]]:
     """Token names for the ids the configs give special roles, and the name each role takes:
     ({id: name}, {"bos" | "eos" | "pad": name}). The first id seen for a role names it (<eos>);
     further ids get their number (<eos:128008>); an id with two roles keeps its first name."""
@@ -271,7 +272,7 @@ def special_ids(config: dict, generation: dict | None = None) -> tuple[dict[int,
     return names, roles
 
 
-def tokenizer_files(config: dict, generation: dict | None = None) -> tuple[str, dict]:
+def tokenizer_files(config: dict[str, Any], generation: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """tokenizer.json (as text) and tokenizer_config.json (as a dict) for a config: a byte-level BPE
     of exactly vocab_size ids, with the config's special ids at their places."""
     try:

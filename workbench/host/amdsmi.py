@@ -27,13 +27,13 @@ def _value(text: str) -> str | list[str]:
     return text
 
 
-def read_text(text: str) -> list[dict]:
+def read_text(text: str) -> list[dict[str, Any]]:
     """The indented layout ("GPU: 0" blocks of "KEY: value" lines, four spaces a level) as one dict
     per GPU block, in order; "CPU: n" blocks (EPYC sockets on MI300A) are left out. A list too long
     for one line continues on deeper-indented lines."""
-    gpus: list[dict] = []
-    stack: list[tuple[int, dict]] = []
-    pending: tuple[dict, str] | None = None  # a list value still open across lines
+    gpus: list[dict[str, Any]] = []
+    stack: list[tuple[int, dict[str, Any]]] = []
+    pending: tuple[dict[str, Any], str] | None = None  # a list value still open across lines
     for raw in text.splitlines():
         if not raw.strip():
             continue
@@ -74,13 +74,13 @@ def read_text(text: str) -> list[dict]:
             else:
                 parent[key] = _value(rest)
         else:
-            child: dict = {}
+            child: dict[str, Any] = {}
             parent[key] = child
             stack.append((indent, child))
     return gpus
 
 
-def read(text: str) -> list[dict]:
+def read(text: str) -> list[dict[str, Any]]:
     """amd-smi output in either layout as one dict per GPU; [] when it is neither."""
     stripped = text.strip()
     if stripped.startswith(("[", "{")):

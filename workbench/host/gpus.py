@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import json
 import re
 import shutil
@@ -113,7 +114,7 @@ def parse_cuda_version(nvidia_smi_banner: str) -> str | None:
     return m.group(1) if m else None
 
 
-def parse_amd_smi_version(text: str) -> dict:
+def parse_amd_smi_version(text: str) -> dict[str, Any]:
     """`amd-smi version --json`: a list of one object with rocm_version, amdgpu_version ..."""
     try:
         data = json.loads(text)
@@ -123,9 +124,9 @@ def parse_amd_smi_version(text: str) -> dict:
     return {k: item.get(k) for k in ("rocm_version", "amdgpu_version", "amdsmi_library_version") if item.get(k)}
 
 
-def environment(platform: str) -> dict:
+def environment(platform: str) -> dict[str, Any]:
     """What a run's numbers depend on besides vLLM: GPU models, driver and CUDA/ROCm versions."""
-    env: dict = {"platform": platform}
+    env: dict[str, Any] = {"platform": platform}
     if platform == "cuda":
         out = run_tool(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
         if out:

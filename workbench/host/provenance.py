@@ -88,7 +88,7 @@ def numa_balancing(path: Path = Path("/proc/sys/kernel/numa_balancing")) -> str 
 
 
 def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, topology_text: str | None = None,
-              meminfo_text: str | None = None) -> dict:
+              meminfo_text: str | None = None) -> dict[str, Any]:
     """The GPU facts of a ROCm host from its tools (or the texts given), for the GPUs a profile
     selects (all when none is selected)."""
     if static_text is None:
@@ -115,7 +115,7 @@ def rocm_host(selected: tuple[int, ...] = (), static_text: str | None = None, to
     return {k: v for k, v in out.items() if v is not None}
 
 
-def host_versions(platform: str) -> dict:
+def host_versions(platform: str) -> dict[str, Any]:
     """ROCm and HIP, or CUDA, as the host reports them."""
     env = gpus.environment(platform)
     out = {"rocm_version": env.get("rocm"), "cuda_version": env.get("cuda"), "driver": env.get("driver")}
@@ -127,7 +127,7 @@ def host_versions(platform: str) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
-def rows(prov: dict | None) -> list[tuple[str, str]]:
+def rows(prov: dict[str, Any] | None) -> list[tuple[str, str]]:
     """A run's provenance as (label, value) lines, in FIELDS order, the unknown ones left out."""
     out = []
     for key, label in FIELDS:
@@ -140,7 +140,7 @@ def rows(prov: dict | None) -> list[tuple[str, str]]:
     return out
 
 
-def summary(prov: dict | None) -> str:
+def summary(prov: dict[str, Any] | None) -> str:
     """One short line for a table cell: image or vLLM, GPU, partitions, backend."""
     p = prov or {}
     parts = [p.get("image") or (f"vLLM {p['vllm_version']}" if p.get("vllm_version") else None),
@@ -149,7 +149,7 @@ def summary(prov: dict | None) -> str:
     return " · ".join(x for x in parts if x)
 
 
-def differences(provenances: dict[int, dict | None]) -> list[tuple[str, dict[str, list[int]]]]:
+def differences(provenances: dict[int, dict[str, Any] | None]) -> list[tuple[str, dict[str, list[int]]]]:
     """The fields on which these runs' provenance differs: (label, {value: run ids}). Runs stored
     before provenance was recorded are left out rather than counted as differing."""
     known = {run: p for run, p in provenances.items() if p}

@@ -7,6 +7,7 @@ its tag names and a table of when each optional flag arrived stand in, and the a
 
 from __future__ import annotations
 
+from typing import Any
 import json
 import re
 import subprocess
@@ -114,7 +115,7 @@ def of_install(install: VllmInstall) -> ServingVllm:
                        source_dir=install.package_dir)
 
 
-def from_answer(where: str, answer: dict) -> ServingVllm:
+def from_answer(where: str, answer: dict[str, Any]) -> ServingVllm:
     runner = {"1": "V2", "0": "V1"}.get(str(answer.get("VLLM_USE_V2_MODEL_RUNNER") or "").strip())
     flags = answer.get("flags")
     return ServingVllm(where, answer.get("vllm"), answer.get("transformers"),

@@ -4,6 +4,7 @@ and the attention backend its log says it chose."""
 
 from __future__ import annotations
 
+from typing import Any
 import os
 
 from workbench import methods
@@ -15,9 +16,9 @@ from workbench.launch.which_vllm import image_of
 from workbench.plan import Server
 
 
-def host_part(platform: str, selected: tuple[int, ...] = ()) -> dict:
+def host_part(platform: str, selected: tuple[int, ...] = ()) -> dict[str, Any]:
     """The facts that are the same for every server of a sweep on this host."""
-    out: dict = {"platform": platform, **provenance.host_versions(platform)}
+    out: dict[str, Any] = {"platform": platform, **provenance.host_versions(platform)}
     if platform == "rocm":
         out.update(provenance.rocm_host(selected))
     balancing = provenance.numa_balancing()
@@ -36,8 +37,8 @@ def _container_env(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def for_server(server: Server, spec: LaunchSpec, vllm: VllmInstall, host: dict, log_lines: list[str],
-               served_version: str | None, serving: ServingVllm | None = None) -> dict:
+def for_server(server: Server, spec: LaunchSpec, vllm: VllmInstall, host: dict[str, Any], log_lines: list[str],
+               served_version: str | None, serving: ServingVllm | None = None) -> dict[str, Any]:
     """Everything stored as one run's provenance. `serving` is the vLLM that served (the image's
     for a docker server), as probed before the sweep: its transformers is known only from there."""
     profile = server.profile

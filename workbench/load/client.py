@@ -44,14 +44,14 @@ class RequestResult:
     chunk_gaps_ms: list[float] = field(default_factory=list)
     latency_ms: float | None = None
     finish_reason: str | None = None
-    spec: dict | None = None  # vLLM's per-request speculative decoding figures, when enabled
+    spec: dict[str, Any] | None = None  # vLLM's per-request speculative decoding figures, when enabled
     # The answer as streamed, kept so that a speculative run can be checked against its baseline
     # (greedy speculative decoding answers token for token as the target alone does), and whether
     # it gets the task right where the workload has a reference answer (workbench.load.grade).
     text: str | None = None
     correct: bool | None = None
 
-    def row(self, run_id: int) -> dict:
+    def row(self, run_id: int) -> dict[str, Any]:
         gaps = self.chunk_gaps_ms
         spec = self.spec or {}
         return {
@@ -78,7 +78,7 @@ class Sampling:
     ignore_eos: bool = False
 
 
-def chat_body(model: str, prompt: Prompt, sampling: Sampling) -> dict:
+def chat_body(model: str, prompt: Prompt, sampling: Sampling) -> dict[str, Any]:
     # Temperature is always sent: servers' defaults differ and acceptance depends on it.
     return {
         "model": model,
@@ -92,7 +92,7 @@ def chat_body(model: str, prompt: Prompt, sampling: Sampling) -> dict:
     }
 
 
-async def one_request(session: aiohttp.ClientSession, url: str, body: dict, idx: int, prompt_id: str,
+async def one_request(session: aiohttp.ClientSession, url: str, body: dict[str, Any], idx: int, prompt_id: str,
                       category: str | None = None) -> RequestResult:
     start = time.perf_counter()
     result = RequestResult(idx, prompt_id, time.time(), category)

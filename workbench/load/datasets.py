@@ -4,6 +4,7 @@ posed as chat prompts the way each benchmark is usually posed."""
 
 from __future__ import annotations
 
+from typing import Any
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ class Dataset:
     template: str       # how each row becomes the user message
     fields: tuple[str, ...]  # published columns the template needs
 
-    def prompt(self, row: dict, index: int) -> Prompt:
+    def prompt(self, row: dict[str, Any], index: int) -> Prompt:
         missing = [f for f in self.fields if f not in row]
         if missing:
             raise WorkloadError(f"{self.name}: row {index + 1} lacks the published column {missing[0]!r}")
@@ -47,7 +48,7 @@ DATASETS = {d.name: d for d in (
 )}
 
 
-def reference(row: dict) -> str | None:
+def reference(row: dict[str, Any]) -> str | None:
     """The row's own answer: GSM8K's `answer` ends in '#### NUMBER' after its worked solution;
     MATH500's `answer` is the final answer alone. HumanEval and MBPP have none to grade against."""
     answer = row.get("answer")
@@ -62,7 +63,7 @@ def get(name: str) -> Dataset:
     return DATASETS[name]
 
 
-def from_rows(dataset: Dataset, rows: list[dict]) -> list[Prompt]:
+def from_rows(dataset: Dataset, rows: list[dict[str, Any]]) -> list[Prompt]:
     if not rows:
         raise WorkloadError(f"{dataset.name}: the file holds no rows")
     return [dataset.prompt(row, i) for i, row in enumerate(rows)]
@@ -122,7 +123,7 @@ def load(spec: str, base: Path | None = None) -> list[Prompt]:
     return prompts
 
 
-def describe() -> list[dict]:
+def describe() -> list[dict[str, Any]]:
     return [{"name": d.name, "repo": d.repo, "family": d.family, "template": d.template} for d in DATASETS.values()]
 
 

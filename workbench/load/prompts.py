@@ -3,6 +3,7 @@ the prompt, the one-line error, and reading rows out of a .jsonl or .parquet fil
 
 from __future__ import annotations
 
+from typing import Any
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ class Prompt:
     reference: str | None = None
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
     try:
         with path.open(encoding="utf-8") as f:
@@ -43,7 +44,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def read_parquet(path: Path) -> list[dict]:
+def read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         # Deferred: pyarrow takes a while to import and only a parquet workload needs it
         import pyarrow.parquet as pq
@@ -55,7 +56,7 @@ def read_parquet(path: Path) -> list[dict]:
         raise WorkloadError(f"{path.name} is not a readable parquet file ({type(exc).__name__})") from None
 
 
-def read_rows(path: Path) -> list[dict]:
+def read_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a .parquet or .jsonl/.json file."""
     if path.suffix == ".parquet":
         return read_parquet(path)

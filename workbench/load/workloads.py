@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import random
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def builtin_path() -> Path:
     return paths.resources_dir() / "prompts" / "builtin.jsonl"
 
 
-def _from_rows(rows: list[dict], source: str, family: str) -> list[Prompt]:
+def _from_rows(rows: list[dict[str, Any]], source: str, family: str) -> list[Prompt]:
     if not rows:
         raise WorkloadError(f"{source} holds no prompts")
     column = next((c for c in PROMPT_COLUMNS if c in rows[0]), None)

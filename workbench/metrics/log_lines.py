@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import re
 
 # The server's own periodic log line. Positions there are one-based and the order of the fields
@@ -16,11 +17,11 @@ _FIELDS = {
 _PER_POS = re.compile(r"Per-position acceptance rate: ([\d., ]+?)(?:,\s*[A-Z]|$)")
 
 
-def parse_log_line(line: str) -> dict | None:
+def parse_log_line(line: str) -> dict[str, Any] | None:
     if LOG_MARK not in line:
         return None
     body = line.split(LOG_MARK, 1)[1]
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, pattern in _FIELDS.items():
         m = re.search(pattern, body)
         if m:

@@ -11,6 +11,7 @@ that figure stays what exports and the fidelity comparison use.
 
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import dataclass
 
 STEADY_SHARE = 0.9
@@ -101,7 +102,7 @@ def segment(spans: list[Span], concurrency: int, share: float = STEADY_SHARE,
     return Segment(a, b, tokens_between(spans, a, b))
 
 
-def figures(spans: list[Span], concurrency: int, window_s: float | None = None) -> dict:
+def figures(spans: list[Span], concurrency: int, window_s: float | None = None) -> dict[str, Any]:
     """The run's steady-state columns: `steady_s` (0.0 when there is no segment) and
     `steady_tok_s`. The segment lies inside the window by construction; `window_s` caps it
     against the two clocks the client reads disagreeing by a hair."""

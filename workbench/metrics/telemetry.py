@@ -36,7 +36,7 @@ class Reading:
     power_w: float | None = None
     temp_c: float | None = None
 
-    def row(self, run_id: int | None) -> dict:
+    def row(self, run_id: int | None) -> dict[str, Any]:
         return {"run_id": run_id, **asdict(self)}
 
 
@@ -83,7 +83,7 @@ def parse_nvidia_smi_csv(text: str, t: float, visible: dict[int, int] | None = N
     return out
 
 
-def _first(d: dict, *keys: str) -> Any:
+def _first(d: dict[str, Any], *keys: str) -> Any:
     for k in keys:
         if isinstance(d, dict) and d.get(k) not in (None, "N/A"):
             return d[k]
@@ -167,7 +167,7 @@ class NvmlSource:
 class CommandSource:
     """A vendor tool run once per tick, its output handed to a parser."""
 
-    def __init__(self, argv: list[str], parse: Callable[[str, float, dict | None], list[Reading]],
+    def __init__(self, argv: list[str], parse: Callable[[str, float, dict[int, int] | None], list[Reading]],
                  visible: dict[int, int] | None):
         self.argv, self.parse, self.visible = argv, parse, visible
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import json
 import tomllib
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ def user_catalog_path() -> Path:
     return paths.config_dir() / "catalog.toml"
 
 
-def add_user_pair(entry: dict) -> None:
+def add_user_pair(entry: dict[str, Any]) -> None:
     """Adds (or replaces, by name) a pair in the user's catalog, which `load` reads after the
     shipped one."""
     path = user_catalog_path()
@@ -120,7 +121,7 @@ DEMO_SIZED: dict[str, dict[str, object]] = {
     "workload": {"num_prompts": 8, "max_tokens": 64, "concurrency": [1, 4]}}
 
 
-def plan_document(pair: Pair) -> dict:
+def plan_document(pair: Pair) -> dict[str, Any]:
     """A plan (as a TOML document) that sweeps the pair's recommended N values against the baseline:
     the keys the schema marks for a new plan, at their defaults but where the pair's size says."""
     sized = DEMO_SIZED if pair.is_demo else GPU_SIZED
@@ -129,7 +130,7 @@ def plan_document(pair: Pair) -> dict:
         # No dtype: the loader serves the demo target in whichever dtype is faster on this CPU.
         del target["dtype"]
         target.update(served_name="smollm2", enforce_eager=True)
-    doc: dict = {
+    doc: dict[str, Any] = {
         "name": pair.name,
         "target": target,
         "methods": [{"method": pair.method, "draft": pair.draft, "n": list(pair.n)}],

@@ -4,6 +4,7 @@ added automatically), every problem one line (PlanError). Each key is read throu
 
 from __future__ import annotations
 
+from typing import Any
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -145,7 +146,7 @@ def loads(text: str, path: str = "<plan>", base: Path | None = None,
     method_list = doc.get("methods", [])
     if not isinstance(method_list, list) or not all(isinstance(m, dict) for m in method_list):
         raise PlanError("methods must be an array of tables: [[methods]]")
-    entries: list[tuple[str, int | None, str | None, dict, acceptance.Curve | None]] = (
+    entries: list[tuple[str, int | None, str | None, dict[str, Any], acceptance.Curve | None]] = (
         [("baseline", None, None, {}, None)] if with_baseline else [])
     skipped: list[str] = []
     for i, m in enumerate(method_list, 1):

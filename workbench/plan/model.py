@@ -3,6 +3,7 @@ plan that orders them; pure data with the keys that let a sweep resume."""
 
 from __future__ import annotations
 
+from typing import Any
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
@@ -64,7 +65,7 @@ class Server:
         return json.dumps({"rates": list(self.imposed), "source": self.imposed_source,
                            "mal": round(acceptance.mal_of(self.imposed), 4)})
 
-    def speculative_config(self) -> dict | None:
+    def speculative_config(self) -> dict[str, Any] | None:
         options = dict(self.options)
         m = methods.get(self.method)
         tp = self.profile.tensor_parallel_size

@@ -60,7 +60,7 @@ class Profile:
     def is_default(self) -> bool:
         return replace(self, name="local") == Profile()
 
-    def key_fields(self) -> dict:
+    def key_fields(self) -> dict[str, Any]:
         """What distinguishes measurements: everything but the label."""
         d = asdict(self)
         del d["name"]
@@ -107,7 +107,7 @@ class Profile:
         """Physical GPU index -> the index vLLM sees (its cuda:N), for labelling telemetry."""
         return {g: i for i, g in enumerate(self.gpus)}
 
-    def to_table(self) -> dict:
+    def to_table(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if v not in (None, (), [], {})}
         if self.gpus:
             d["gpus"] = list(self.gpus)
@@ -142,7 +142,7 @@ def _str(table: dict[str, Any], key: str) -> str | None:
     return value.strip()
 
 
-def from_table(table: dict, base: Path | None = None) -> Profile:
+def from_table(table: dict[str, Any], base: Path | None = None) -> Profile:
     """Validate a `[profile]` table (or one saved profile)."""
     if not isinstance(table, dict):
         raise ProfileError("profile must be a table")

@@ -162,7 +162,7 @@ def read(table: dict[str, Any], dotted: str, where: str | None = None) -> Any:
     return k.kind.check(table[k.name], where or k.dotted)
 
 
-def settings(doc: dict) -> dict[str, object]:
+def settings(doc: dict[str, Any]) -> dict[str, object]:
     """Every key outside [[methods]] as the plan gives it, checked, or its default: what a key the
     loader has no use of its own for is read as (Plan.settings)."""
     out: dict[str, object] = {}

@@ -127,7 +127,7 @@ class RemoteHost:
             return f"no Python at {self.remote_python} on {self.label}: set the remote environment (venv or python)"
         return f"{self.label}: {last or f'remote command failed with status {code}'}"
 
-    def to_table(self) -> dict:
+    def to_table(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if v not in (None, [], {}) and k != "connect_timeout"}
         if self.connect_timeout != 10:
             out["connect_timeout"] = self.connect_timeout
@@ -161,7 +161,7 @@ def save(name: str, host: RemoteHost) -> Path:
 
 
 # --- check -------------------------------------------------------------------------------------
-def check(host: RemoteHost, timeout: float = 120) -> dict:
+def check(host: RemoteHost, timeout: float = 120) -> dict[str, Any]:
     """Reachable, Draftbench there, what its `doctor` says and which GPUs it sees; or RemoteError."""
     t0 = time.time()
     proc = host.call(host.agent_argv("check", "--data-dir", host.data_dir), timeout=timeout)

@@ -28,8 +28,8 @@ class Resume(StreamMessage):
     """Local to host: the highest host id the mirror holds per appended table, and per host run
     its row count and highest host id there (a run whose rows differ is sent again whole)."""
     KIND = "resume"
-    cursors: dict = field(default_factory=dict)    # table -> host id
-    signature: dict = field(default_factory=dict)  # table -> host run id (a string) -> [count, highest id]
+    cursors: dict[str, int] = field(default_factory=dict)    # table -> host id
+    signature: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # table -> host run id (a string) -> [count, highest id]
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Rows(StreamMessage):
     """Rows of one table as the host stores them (host ids, host foreign keys)."""
     KIND = "rows"
     table: str = field(metadata=messages.key("t"))
-    rows: list[dict]
+    rows: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

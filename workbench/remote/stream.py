@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 from workbench import events, messages, store
 from workbench.remote import protocol
@@ -42,7 +42,7 @@ class Stream:
         self.error: str | None = None  # why the host's sweep stopped, from its end event
 
     def _rows(self, then: OnRows | None) -> OnRows:
-        def on_rows(table: str, rows: list[dict], now: float) -> None:
+        def on_rows(table: str, rows: list[dict[str, Any]], now: float) -> None:
             if table in ("samples", "positions", "telemetry", "logs"):
                 lags = [now - at for at in (self._epoch(table, row) for row in rows) if at is not None]
                 if lags:
@@ -51,7 +51,7 @@ class Stream:
                 then(table, rows, now)
         return on_rows
 
-    def _epoch(self, table: str, row: dict) -> float | None:
+    def _epoch(self, table: str, row: dict[str, Any]) -> float | None:
         """When a streamed row was written on the host (None: the row does not say)."""
         try:
             head = protocol.stamp(row)

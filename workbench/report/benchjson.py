@@ -70,12 +70,12 @@ class BenchResult:
     date: str | None = None
     spec_decode_acceptance_rate: float | None = None  # a percent
     spec_decode_per_position_acceptance_rates: list[float] | None = None
-    draftbench_provenance: dict | None = None
+    draftbench_provenance: dict[str, Any] | None = None
     what_if: bool | None = None  # true, or absent
-    imposed: dict | None = None
+    imposed: dict[str, Any] | None = None
 
     @classmethod
-    def from_json(cls, data: dict, name: str) -> BenchResult:
+    def from_json(cls, data: dict[str, Any], name: str) -> BenchResult:
         """The result in a file's parsed JSON; BenchJsonError when it is not one (`name` the file's)."""
         if not isinstance(data, dict):
             raise BenchJsonError(f"{name} is not a vllm bench serve result (not a JSON object)")
@@ -166,6 +166,6 @@ def import_file(db: store.Database, path: str | Path, method: str = "baseline", 
     })
 
 
-def export_run(run: store.RunRecord) -> dict:
+def export_run(run: store.RunRecord) -> dict[str, Any]:
     """One of our runs as a `vllm bench serve` result, as its file holds it."""
     return BenchResult.from_run(run).as_dict()

@@ -3,6 +3,7 @@ fields on which the compared runs differ, said first."""
 
 from __future__ import annotations
 
+from typing import Any
 import html
 import json
 
@@ -10,7 +11,7 @@ from workbench import store
 from workbench.host import provenance
 
 
-def _of(run: store.RunRecord) -> dict | None:
+def _of(run: store.RunRecord) -> dict[str, Any] | None:
     return json.loads(run.provenance) if run.provenance else None
 
 

@@ -7,14 +7,14 @@ import json
 import os
 import platform
 import time
-from typing import Callable, cast
+from typing import Any, Callable, cast
 
 from workbench.store.connection import Database
 from workbench.store.schema import RUN_TABLES
 
 
 def experiment_for(db: Database, name: str, plan_hash: str, plan_text: str,
-                   plan_path: str, host: dict) -> int:
+                   plan_path: str, host: dict[str, Any]) -> int:
     """The experiment of a plan (by its hash), created on first use."""
     row = db.execute("SELECT id FROM experiments WHERE plan_hash = ?", [plan_hash]).fetchone()
     if row:
@@ -26,7 +26,7 @@ def experiment_for(db: Database, name: str, plan_hash: str, plan_text: str,
         })
 
 
-def _insert(db: Database, table: str, row: dict) -> int:
+def _insert(db: Database, table: str, row: dict[str, Any]) -> int:
     """Inserts one row into a table keyed by an integer id, and returns that id."""
     # sqlite_utils types last_pk for any key (or none yet); these tables' keys are integers.
     return cast(int, db.table(table).insert(row).last_pk)
@@ -56,7 +56,7 @@ def sweep_exited(db: Database, pid: int, events_path: str) -> None:
                    "events_path = ? AND finished IS NULL", [time.time(), pid, events_path])
 
 
-def add_imported_run(db: Database, row: dict) -> int:
+def add_imported_run(db: Database, row: dict[str, Any]) -> int:
     """A run measured elsewhere (an imported result), stored whole."""
     with db.conn:
         return _insert(db, "runs", row)
@@ -68,10 +68,10 @@ class Recorder:
     def __init__(self, db: Database):
         self.db = db
 
-    def experiment(self, name: str, plan_hash: str, plan_text: str, plan_path: str, host: dict) -> int:
+    def experiment(self, name: str, plan_hash: str, plan_text: str, plan_path: str, host: dict[str, Any]) -> int:
         return experiment_for(self.db, name, plan_hash, plan_text, plan_path, host)
 
-    def register_runs(self, experiment_id: int, keys: list[str], new_row: Callable[[int], dict]) -> dict[str, int]:
+    def register_runs(self, experiment_id: int, keys: list[str], new_row: Callable[[int], dict[str, Any]]) -> dict[str, int]:
         """The ids of the experiment's runs with these keys; a key not stored yet gets the row
         `new_row(its index)`, and a run stored but not completed (interrupted or failed before)
         loses everything it wrote and is pending again. A skipped repeat (`repeats = "auto"` had
@@ -126,7 +126,7 @@ class Recorder:
             self.db.table("logs").insert_all([{"run_id": run_id, "t": t, "stream": stream, "line": line}
                                         for t, stream, line in lines])
 
-    def telemetry(self, readings: list[dict]) -> None:
+    def telemetry(self, readings: list[dict[str, Any]]) -> None:
         with self.db.conn:
             self.db.table("telemetry").insert_all(readings)
 
@@ -153,12 +153,12 @@ class Recorder:
                     _clear_run(self.db, run_id)
                     self.db.table("runs").update(run_id, {"status": "pending", "error": None, "log_tail": None})
 
-    def server_environment(self, run_ids: list[int], environment: dict) -> None:
+    def server_environment(self, run_ids: list[int], environment: dict[str, Any]) -> None:
         with self.db.conn:
             for run_id in run_ids:
                 self.db.table("runs").update(run_id, {"environment": json.dumps(environment)})
 
-    def server_provenance(self, run_ids: list[int], provenance: dict) -> None:
+    def server_provenance(self, run_ids: list[int], provenance: dict[str, Any]) -> None:
         """What the server these runs are measured on was: image, versions, GPU settings, backend.
         The versions it reports once started (GET /version) replace what was known before it was."""
         known = {k: provenance[k] for k in ("vllm_version", "transformers_version") if provenance.get(k)}
@@ -173,13 +173,13 @@ class Recorder:
     def prompts_seen(self, run_id: int, seen_before: bool, warnings: list[str] | None = None) -> None:
         """Whether the server had already been sent one of the run's prompts, and the run's
         warnings where that makes a new one."""
-        update: dict = {"prompts_seen_before": int(seen_before)}
+        update: dict[str, Any] = {"prompts_seen_before": int(seen_before)}
         if warnings is not None:
             update["warnings"] = json.dumps(warnings)
         with self.db.conn:
             self.db.table("runs").update(run_id, update)
 
-    def sample(self, sweep_id: int, sample: dict, positions: list[dict], requests: list[dict]) -> None:
+    def sample(self, sweep_id: int, sample: dict[str, Any], positions: list[dict[str, Any]], requests: list[dict[str, Any]]) -> None:
         """One scrape: the sample, its per-position rows, the requests finished since the last
         one, and the sweep's heartbeat."""
         with self.db.conn:
@@ -190,11 +190,11 @@ class Recorder:
             if requests:
                 self.db.table("requests").insert_all(requests)
 
-    def run_completed(self, run_id: int, summary: dict) -> None:
+    def run_completed(self, run_id: int, summary: dict[str, Any]) -> None:
         with self.db.conn:
             self.db.table("runs").update(run_id, {**summary, "status": "completed", "finished": time.time()})
 
-    def run_partial(self, run_id: int, summary: dict, error: str) -> None:
+    def run_partial(self, run_id: int, summary: dict[str, Any], error: str) -> None:
         """A run whose window ended with some requests failed: its figures are kept (and shown as
         partial), but it is not complete, so speedups leave it out and a rerun redoes it."""
         with self.db.conn:
@@ -219,7 +219,7 @@ class Recorder:
             self.db.table("runs").update(run_id, {"status": "failed", "error": error, "log_tail": log_tail,
                                             "finished": time.time()})
 
-    def lossless(self, figures: dict[int, dict]) -> None:
+    def lossless(self, figures: dict[int, dict[str, Any]]) -> None:
         """Runs' accuracy and lossless-check figures (workbench.analysis.lossless.columns)."""
         with self.db.conn:
             for run_id, columns in figures.items():
@@ -232,7 +232,7 @@ class Recorder:
             self.db.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE status = 'running' "
                             "AND experiment_id = ?", [time.time(), experiment_id])
 
-    def recommendations(self, experiment_id: int, rows: list[dict]) -> None:
+    def recommendations(self, experiment_id: int, rows: list[dict[str, Any]]) -> None:
         """What an adaptive sweep concluded, replacing what an earlier pass of it stored."""
         with self.db.conn:
             self.db.execute("DELETE FROM recommendations WHERE experiment_id = ?", [experiment_id])

@@ -80,7 +80,7 @@ def contexts(plan: Plan) -> list[Context]:
 
 
 class AdaptiveRunner(Runner):
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         plan = self.plan
         self.contexts = contexts(plan)
         first = [r for r in plan.runs if r.server.method == "baseline"
@@ -142,7 +142,7 @@ class AdaptiveRunner(Runner):
                 curve=[[p.n, round(p.speedup, 4), round(p.half_width, 4)] for p in rec.curve]))
         return chosen
 
-    def _conclude(self) -> list[dict]:
+    def _conclude(self) -> list[dict[str, Any]]:
         assert self.experiment_id is not None  # set by register()
         rows, results = [], []
         for ctx in self.contexts:

@@ -30,7 +30,7 @@ class Watched:
     host: str
 
 
-def from_env(environ: dict | None = None) -> Watched | None:
+def from_env(environ: dict[str, str] | None = None) -> Watched | None:
     """The process DRAFTBENCH_APP_PID names, or None when it is unset, not a pid, or gone."""
     raw = (os.environ if environ is None else environ).get(APP_PID_ENV, "").strip()
     if not raw.isdigit() or int(raw) <= 0:

@@ -84,7 +84,7 @@ def connect(address: str) -> Cluster:
     return found
 
 
-def _run_job(ctx: Context, work: Work, slot_index: int) -> Iterator[list[dict]]:
+def _run_job(ctx: Context, work: Work, slot_index: int) -> Iterator[list[dict[str, Any]]]:
     """On a worker: the job on the GPUs Ray gave this task, its messages yielded in batches."""
     ray = _ray()
     platform, _ = gpus.detect()

@@ -8,6 +8,7 @@ failure: its runs stay pending or running, and the runner marks the one in fligh
 
 from __future__ import annotations
 
+from typing import Any
 import asyncio
 import os
 import queue
@@ -36,7 +37,7 @@ class Context:
     """What every job of a sweep shares; plain data, so a Ray worker can be handed it."""
     vllm: engine.VllmInstall
     host_platform: str
-    environment: dict
+    environment: dict[str, Any]
     sweep_id: int
     health_timeout_s: float
     scrape_interval_s: float
@@ -169,7 +170,7 @@ class ServerJob:
             self._stop_telemetry()
             self._flush_logs()
 
-    def _provenance(self, server: Server, spec: launch.LaunchSpec, lines: list[str], served: str | None) -> dict:
+    def _provenance(self, server: Server, spec: launch.LaunchSpec, lines: list[str], served: str | None) -> dict[str, Any]:
         """This server's provenance. The host's part is asked only where the server runs on this
         host, and for the slot's own GPUs (a profile's `gpus` where no slot pins them)."""
         profile = server.profile
@@ -296,7 +297,7 @@ class ServerJob:
                                      mal=summary.mal, acceptance_rate=summary.acceptance_rate))
         return True
 
-    def _energy(self, run_id: int, span: tuple[float, float], output_tokens: int) -> dict:
+    def _energy(self, run_id: int, span: tuple[float, float], output_tokens: int) -> dict[str, Any]:
         """The run's energy from this job's GPU readings over its window (a second either side:
         the sampler's readings are that far apart)."""
         t0, t1 = span
@@ -307,7 +308,7 @@ class ServerJob:
             columns["joules_per_token"] = figures.energy_j / output_tokens
         return columns
 
-    def _slot_fields(self) -> dict:
+    def _slot_fields(self) -> dict[str, Any]:
         """The slot and its GPUs on the events of a parallel sweep (a serial one leaves them out)."""
         if self.slot.gpus is None:
             return {}

@@ -57,7 +57,7 @@ class LogLines(Write):
 @dataclass(frozen=True)
 class Telemetry(Write):
     KIND = "telemetry"
-    readings: list[dict]
+    readings: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,14 @@ class ServerPlacement(Write):
 class ServerEnvironment(Write):
     KIND = "server_environment"
     run_ids: list[int]
-    environment: dict
+    environment: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class ServerProvenance(Write):
     KIND = "server_provenance"
     run_ids: list[int]
-    provenance: dict
+    provenance: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Sample(Write):
     sweep_id: int
     sample: SampleRow
     positions: list[PositionRow]
-    requests: list[dict]  # the requests finished since the last scrape (workbench.load's rows)
+    requests: list[dict[str, Any]]  # the requests finished since the last scrape (workbench.load's rows)
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Emitted(WriterMessage):
 WRITES: dict[str, type[Write]] = {k: c for k, c in WriterMessage.KINDS.items() if issubclass(c, Write)}
 
 
-def encode(message: WriterMessage) -> dict:
+def encode(message: WriterMessage) -> dict[str, Any]:
     """The message as plain data ({"op": KIND, ...its fields}), for a process that may not share
     this one's classes (a Ray worker's batches)."""
     return messages.encode(message)

@@ -11,6 +11,7 @@ was interrupted (runner killed) is redone from scratch. Progress goes out as JSO
 
 from __future__ import annotations
 
+from typing import Any
 import contextlib
 import json
 import os
@@ -39,7 +40,7 @@ __all__ = ["Runner", "RunFailed", "WARMUP_PROMPT", "model_runner", "per_request_
            "load_workloads", "SCRAPE_INTERVAL_S"]
 
 
-def host_info() -> dict:
+def host_info() -> dict[str, Any]:
     platform_name, devices = gpus.detect()
     return {"hostname": platform.node(), "machine": platform.machine(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "accelerator": platform_name,
@@ -72,7 +73,7 @@ class Runner:
         # The vLLM each server runs (`launch.probed`); where not given, what is known without asking.
         self.servings: launch.Servings = dict(servings or {})
         self.host_platform = "none"
-        self.environment: dict = {}
+        self.environment: dict[str, Any] = {}
         self.emit = emit or events.Writer()
         self.scrape_interval_s = scrape_interval_s
         self.db = store.open_db(db_path)
@@ -105,7 +106,7 @@ class Runner:
             lambda index: self._run_row(exp_id, part.seq(index, part.runs[index]), part.runs[index], host))
         return exp_id, ids
 
-    def _run_row(self, exp_id: int, seq: int, r: Run, host: dict) -> dict:
+    def _run_row(self, exp_id: int, seq: int, r: Run, host: dict[str, Any]) -> dict[str, Any]:
         s = r.server
         spec = launch.prepare(s, self.vllm, 0, self.host_platform, servings=self.servings)
         serving = launch.serving_of(s, self.vllm, self.host_platform, self.servings)
@@ -128,7 +129,7 @@ class Runner:
         }
 
     # --- the sweep -----------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         pending = self.register(self.plan)
         self.start_sweep(len(self.plan.runs), len(pending))
         first = [r for r in pending if baseline.is_baseline(r)]
@@ -239,7 +240,7 @@ class Runner:
         self.cancelled = True
         self.executor.stop()
 
-    def finish_sweep(self, extra: dict | None = None) -> dict:
+    def finish_sweep(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         assert self.experiment_id is not None  # register() came first
         if self.cancelled:  # stopped (stop_all): the runs that were in flight are redone on a resume
             self.record.cancel_running(self.experiment_id)

@@ -18,7 +18,7 @@ from workbench.metrics import steady_state
 from workbench.metrics.percentiles import percentile as _pct
 
 
-def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict:
+def summarize(results: list[load.RequestResult], win: metrics.Window, wall_s: float) -> dict[str, Any]:
     """A run's summary figures, as the README's Metrics section defines them."""
     ok = [r for r in results if r.ok]
     out_tokens = sum(r.output_tokens for r in ok)
@@ -58,13 +58,13 @@ def spans(results: list[load.RequestResult]) -> list[steady_state.Span]:
     return out
 
 
-def prefix_cache(win: metrics.Window) -> dict:
+def prefix_cache(win: metrics.Window) -> dict[str, Any]:
     """The prefix cache over the window: prompt tokens looked up, found, and the share found."""
     return {"prefix_cache_queries": win.prefix_cache_queries, "prefix_cache_hits": win.prefix_cache_hits,
             "prefix_cache_hit_rate": win.prefix_cache_hit_rate}
 
 
-def model_runner(lines: list[str]) -> dict:
+def model_runner(lines: list[str]) -> dict[str, Any]:
     """Which model runner and scheduling vLLM chose, from its start-up log: recent releases serve
     the baseline with Model Runner V2 and async scheduling but fall back to V1 without async
     scheduling for some drafting methods, and that difference is part of any speedup."""
@@ -77,7 +77,7 @@ def model_runner(lines: list[str]) -> dict:
     return out
 
 
-def per_request_window(results: list[load.RequestResult]) -> dict:
+def per_request_window(results: list[load.RequestResult]) -> dict[str, Any]:
     """On an attached server the counters include everyone's traffic; vLLM's per-request figures
     cover Draftbench's own requests only, so they replace the counter window where every request
     has them (same definitions: MAL = 1 + accepted / drafts)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import asdict, dataclass
 
 from workbench.errors import DraftbenchError
@@ -41,7 +42,7 @@ class TrainConfig:
     name: str | None = None          # the catalog pair's name
     reuse: str | None = None         # another training folder whose data (up to hidden states) to reuse
 
-    def key(self) -> dict:
+    def key(self) -> dict[str, Any]:
         # What changes the data or the model; `max_steps` and `epochs` may grow on a rerun.
         d = asdict(self)
         for k in ("out", "max_steps", "epochs", "name", "reuse"):

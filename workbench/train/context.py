@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, Protocol, TextIO
+from typing import Any, Callable, Protocol, TextIO
 
 from workbench import events
 from workbench.train.config import TrainConfig
@@ -27,17 +27,17 @@ class StepContext(Protocol):
     @property
     def target(self) -> str: ...
 
-    def manifest(self) -> dict: ...
+    def manifest(self) -> dict[str, Any]: ...
 
     def check(self) -> None: ...
 
     def server_endpoint(self) -> tuple[str, str | None]: ...
 
     def run_subprocess(self, argv: list[str], step: str,
-                       on_metrics: Callable[[dict], None] | None = None) -> None: ...
+                       on_metrics: Callable[[dict[str, Any]], None] | None = None) -> None: ...
 
 
 class Step(Protocol):
     name: str
 
-    def run(self, p: StepContext) -> dict: ...
+    def run(self, p: StepContext) -> dict[str, Any]: ...

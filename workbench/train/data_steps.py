@@ -68,7 +68,7 @@ class Prompts:
     """Step 1: the prompts, from a workload or file, or written by the target itself."""
     name = "prompts"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         # Deferred: the load package imports aiohttp, which only reading a workload needs
         from workbench.load import workloads
 
@@ -92,7 +92,7 @@ class Prompts:
         _write_jsonl(p.out / "prompts.jsonl", written)
         return {"prompts": len(written), "source": p.config.prompts}
 
-    def _self_written(self, p: StepContext) -> dict:
+    def _self_written(self, p: StepContext) -> dict[str, Any]:
         """Prompts written by the target itself (the Magpie method): given only its chat template up
         to the start of a user turn, a chat model samples something a user might ask. For a target
         with no representative traffic at hand this gives on-distribution prompts, and it keeps
@@ -159,7 +159,7 @@ class Responses:
     """Step 2: the target's own greedy responses, from a vLLM server."""
     name = "responses"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         prompts = read_prompts(p.out / "prompts.jsonl")
         partial = p.out / "responses.partial.jsonl"
         have = {answered.id for answered in read_responses(partial)}

@@ -36,7 +36,7 @@ class Prepare:
     """Step 3: speculators' data preparation of the responses."""
     name = "prepare"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         data = p.out / "data"
         argv = [_speculators(), "prepare-data", "--model", p.target, "--data", str(p.out / "responses.jsonl"),
                 "--output", str(data), "--seq-length", str(p.config.seq_length), "--no-skip-token-freq",
@@ -50,7 +50,7 @@ class HiddenStates:
     """Step 4: the target's hidden states at the draft's layers, per sample."""
     name = "hidden_states"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         """Per sample: the outputs of decoder layers k-1 for each id k, plus the last decoder
         layer's output (before the final norm), stacked as [seq, n_layers, H] — what vLLM's
         `extract_hidden_states` writes, obtained here with forward hooks, so it runs on CPU."""
@@ -105,7 +105,7 @@ class Train:
     """Step 5: training with speculators, in a subprocess."""
     name = "train"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         done = p.manifest()["done"]
         ids = done["hidden_states"]["layer_ids"]
         save = p.out / "checkpoints"
@@ -122,7 +122,7 @@ class Train:
         if p.config.speculator_type == "dflash":
             # bf16 autocast hits a dtype mismatch in DFlash on CPU; two layers keep a step affordable.
             argv += ["--hidden-states-dtype", "float32", "--num-layers", "2", "--max-anchors", "64"]
-        history: list[dict] = []
+        history: list[dict[str, Any]] = []
         p.run_subprocess(argv, "train", on_metrics=history.append)
         train = [h for h in history if "train" in h]
         val = [h for h in history if "val" in h]
@@ -141,7 +141,7 @@ class Checkpoint:
     """Step 6: the best checkpoint, with the verifier's path made absolute."""
     name = "checkpoint"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         ckpt = best_checkpoint(p.out / "checkpoints")
         if ckpt is None:
             raise TrainError(f"training wrote no checkpoint under {p.out / 'checkpoints'}")
@@ -157,7 +157,7 @@ class Register:
     """Step 7: the pair in the user catalog, and a plan that evaluates it."""
     name = "register"
 
-    def run(self, p: StepContext) -> dict:
+    def run(self, p: StepContext) -> dict[str, Any]:
         # Deferred: plan pulls in the checkpoints and load packages (aiohttp), which only registering the pair needs
         from workbench.plan import catalog
 

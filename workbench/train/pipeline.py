@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import Any, Callable, TextIO, TYPE_CHECKING
 
 from workbench import events, paths
 from workbench.host import process
@@ -63,7 +63,7 @@ class Pipeline:
         except plan.PlanError as exc:
             raise TrainError(str(exc)) from None
 
-    def manifest(self) -> dict:
+    def manifest(self) -> dict[str, Any]:
         path = self.out / MANIFEST
         if not path.exists():
             return {"config": self.config.key(), "done": {}}
@@ -72,10 +72,10 @@ class Pipeline:
         except (OSError, json.JSONDecodeError) as exc:
             raise TrainError(f"cannot read {path}: {exc}") from None
 
-    def _save_manifest(self, m: dict) -> None:
+    def _save_manifest(self, m: dict[str, Any]) -> None:
         paths.write_atomic(self.out / MANIFEST, json.dumps(m, indent=2))
 
-    def _mark_done(self, step: str, info: dict) -> None:
+    def _mark_done(self, step: str, info: dict[str, Any]) -> None:
         m = self.manifest()
         m["done"][step] = {**info, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
         self._save_manifest(m)
@@ -107,7 +107,7 @@ class Pipeline:
                 self.server_log.close()
 
     # -- the run -------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         self.target  # a bad target is reported before anything is written
         self.out.mkdir(parents=True, exist_ok=True)
         m = self.manifest()
@@ -144,10 +144,10 @@ class Pipeline:
         self.emit(summary)
         return summary.to_json()
 
-    def _more_training(self, info: dict) -> bool:
+    def _more_training(self, info: dict[str, Any]) -> bool:
         return info.get("epochs", 0) < self.config.epochs and self.config.max_steps is None
 
-    def _reuse_source(self, source: Path) -> tuple[Path, dict, list[str]]:
+    def _reuse_source(self, source: Path) -> tuple[Path, dict[str, Any], list[str]]:
         """Checks that another folder's data can stand in for this run's: the settings that shape
         the data must be equal (the draft's kind, vocabulary and learning rate may differ)."""
         src = folder_state(source)
@@ -169,7 +169,7 @@ class Pipeline:
             raise TrainError(f"{source} has no finished data step to reuse")
         return source, src, steps
 
-    def _reuse(self, source: Path, src: dict, steps: list[str]) -> None:
+    def _reuse(self, source: Path, src: dict[str, Any], steps: list[str]) -> None:
         """Takes the finished data steps of another folder: files are hard-linked where the file
         system allows (no copy of the hidden states), else copied; the data folder is assembled
         under a temporary name, so an interrupted reuse is redone, never half-used."""
@@ -197,7 +197,7 @@ class Pipeline:
     # -- steps ---------------------------------------------------------------------------------
 
     # -- services the steps share ---------------------------------------------------------------
-    def run_subprocess(self, argv: list[str], step: str, on_metrics: Callable[[dict], None] | None = None) -> None:
+    def run_subprocess(self, argv: list[str], step: str, on_metrics: Callable[[dict[str, Any]], None] | None = None) -> None:
         log = open(self.out / f"{step}.log", "a", encoding="utf-8", buffering=1)
         metrics = open(self.out / "train-metrics.jsonl", "a", encoding="utf-8", buffering=1) if on_metrics else None
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -15,7 +15,7 @@ from workbench import events, paths
 from workbench.train.config import MANIFEST, STEPS, TrainError
 
 
-def _metric_event(record: dict) -> events.Event | None:
+def _metric_event(record: dict[str, Any]) -> events.Event | None:
     # Other records (none that the page or a user reads) stay in train-metrics.jsonl only.
     if "train" in record:
         return events.TrainStep(step=record.get("global_step"), epoch=record.get("epoch"),
@@ -25,7 +25,7 @@ def _metric_event(record: dict) -> events.Event | None:
     return None
 
 
-def loss_of(metrics: dict) -> float | None:
+def loss_of(metrics: dict[str, Any]) -> float | None:
     for key in ("loss", "loss_epoch"):
         if isinstance(metrics.get(key), (int, float)):
             return metrics[key]
@@ -139,7 +139,7 @@ def _write_jsonl(path: Path, lines: Iterable[Prompt | Response]) -> None:
 _POSITION_KEY = re.compile(r"^(?:full_acc_(\d+)|position_(\d+)_acc)(?:_epoch)?$")
 
 
-def position_accuracy(metrics: dict) -> list[float]:
+def position_accuracy(metrics: dict[str, Any]) -> list[float]:
     """Accuracy of the draft's k-th token (k = 1, 2, ...) from one speculators metric record.
     EAGLE-3 names them `full_acc_0..` (0-based; a position counts only when every earlier one
     was right too, as acceptance requires); DFlash `position_1_acc..` (1-based, each position on
@@ -159,9 +159,9 @@ class LossCurve:
     train_loss: list[float] = field(default_factory=list)
     val_step: list[int] = field(default_factory=list)    # training steps run before each validation
     val_loss: list[float] = field(default_factory=list)
-    last_val: dict | None = None
+    last_val: dict[str, Any] | None = None
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         """One speculators metric record: {"train": metrics} or {"val": metrics}."""
         if "train" in record:
             loss = loss_of(record["train"])
@@ -183,7 +183,7 @@ class LossCurve:
         return curve
 
 
-def folder_state(out: Path) -> dict:
+def folder_state(out: Path) -> dict[str, Any]:
     """What an output folder holds: its configuration and finished steps (empty when new), and
     whether the next start resumes. A damaged manifest is reported, not raised."""
     path = Path(out) / MANIFEST

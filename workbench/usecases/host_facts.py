@@ -4,6 +4,7 @@ through these (the import contract in pyproject.toml), and calls the slow ones o
 
 from __future__ import annotations
 
+from typing import Any
 from workbench.host import cpu, engine, gpus, provenance
 from workbench.host.engine import VllmInstall
 from workbench.host.gpus import Gpu
@@ -49,11 +50,11 @@ def demo_cpu_choice(measure: bool = True) -> cpu.Choice:
     return cpu.demo_choice(measure=measure)
 
 
-def provenance_rows(prov: dict | None) -> list[tuple[str, str]]:
+def provenance_rows(prov: dict[str, Any] | None) -> list[tuple[str, str]]:
     """A run's provenance as (label, text) rows."""
     return provenance.rows(prov)
 
 
-def provenance_summary(prov: dict | None) -> str:
+def provenance_summary(prov: dict[str, Any] | None) -> str:
     """A run's provenance in one short line."""
     return provenance.summary(prov)

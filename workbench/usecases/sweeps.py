@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from workbench import events, launch, paths, plan, store
 from workbench.checkpoints import demo
@@ -87,7 +87,7 @@ def open_existing(db_path: str | Path | None) -> store.Database | None:
 def run_plan(p: plan.Plan, vllm: engine.VllmInstall, db_path: str | Path | None, emit: events.Emit, *,
              local: bool = True, events_path: str | None = None, progress: demo.Progress | None = demo.main_progress,
              on_start: Callable[[], object] | None = None, slots: list[scheduler.Slot] | None = None,
-             cluster: "ray_cluster.Cluster | None" = None, servings: launch.Servings | None = None) -> dict | None:
+             cluster: "ray_cluster.Cluster | None" = None, servings: launch.Servings | None = None) -> dict[str, Any] | None:
     """The sweep's summary, or None when it was interrupted (its running server is stopped first).
     `local`: served by a vLLM started here, which must then exist; `progress` reports the demo
     model's build; `on_start` is called once the sweep is about to start

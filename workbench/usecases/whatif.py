@@ -24,7 +24,7 @@ class WhatIfError(DraftbenchError):
     """Why a what-if plan cannot be written, in one line."""
 
 
-def curve_from_run(db: store.Database, run_id: int) -> dict:
+def curve_from_run(db: store.Database, run_id: int) -> dict[str, Any]:
     """`{rates, source}` of a completed speculative run's measured per-position acceptance."""
     row = store.run(db, run_id)
     if row is None:
@@ -32,7 +32,7 @@ def curve_from_run(db: store.Database, run_id: int) -> dict:
     return _curve_of(row)
 
 
-def _curve_of(row: store.RunRecord) -> dict:
+def _curve_of(row: store.RunRecord) -> dict[str, Any]:
     run_id = row.id
     if row.method == "baseline" or not row.per_position:
         raise WhatIfError(f"run {run_id} measured no acceptance (a baseline, or a run without drafts)")
@@ -61,7 +61,7 @@ def _model_ref(path: str | None) -> str | None:
     return path
 
 
-def _served_as(db: store.Database, row: store.RunRecord) -> dict:
+def _served_as(db: store.Database, row: store.RunRecord) -> dict[str, Any]:
     """The [target] and [server] tables of the plan the run came from ({} when it is not stored or
     does not parse: the what-if plan then falls back to the defaults)."""
     text = store.experiment_plan(db, row.experiment_id) if row.experiment_id else None
@@ -166,7 +166,7 @@ def snapshot_with_config(repo_path: Path, revisions: Iterable[str]) -> Path | No
     return None
 
 
-def measured_curve(db_path: Path, run_id: int) -> dict:
+def measured_curve(db_path: Path, run_id: int) -> dict[str, Any]:
     """`curve_from_run` on a results database opened read-only here (a worker thread's own connection)."""
     try:
         db = store.open_db(db_path, readonly=True)
@@ -179,7 +179,7 @@ def measured_curve(db_path: Path, run_id: int) -> dict:
 
 
 def plan_text(target_ref: str, methods: list[tuple[str, str | None, list[int], object]],
-              concurrency: Sequence[int] = DEFAULT_CONCURRENCY, max_tokens: int = 256, num_prompts: int | dict = 64,
+              concurrency: Sequence[int] = DEFAULT_CONCURRENCY, max_tokens: int = 256, num_prompts: int | dict[str, int] = 64,
               name: str | None = None, max_model_len: int = 2048, workloads: Sequence[str] = ("builtin",),
               temperature: float = 0.0) -> str:
     """A what-if plan as TOML: the target and every (method, draft, N values, acceptance) served with
