@@ -14,7 +14,8 @@ import subprocess
 from typing import Any
 
 
-def start(argv: list[str], **popen: Any) -> subprocess.Popen:
+# Popen[Any]: text or bytes on its pipes is the caller's choice, made in the keywords.
+def start(argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
     """`argv` in a new session; keyword arguments go to Popen. Its group id is its pid."""
     return subprocess.Popen(argv, start_new_session=True, **popen)
 
@@ -48,7 +49,7 @@ def send(pid: int, sig: int = signal.SIGTERM) -> bool:
     return True
 
 
-def stop_group(proc: subprocess.Popen, pgid: int | None = None, grace_s: float = 20.0,
+def stop_group(proc: subprocess.Popen[Any], pgid: int | None = None, grace_s: float = 20.0,
                sig: int = signal.SIGTERM) -> int | None:
     """`sig` to the whole group, then SIGKILL to whatever is left of it after `grace_s` — also
     when the leader has exited, since processes it started may still run. Returns the leader's

@@ -19,7 +19,7 @@ class AttachedServer:
     spec: LaunchSpec
     api_key: str | None = None
     served_models: list[str] = field(default_factory=list)
-    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=1))
+    tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=1))
     proc: None = None
 
     def start(self, preexec: Callable[[], object] | None = None) -> None:

@@ -26,9 +26,9 @@ class LocalServer:
     spec: LaunchSpec
     on_line: Callable[[str, str], object] | None = None  # what it returns is ignored
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[str] | None = None
     pgid: int | None = None
-    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
+    tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=400))
     pump: threading.Thread | None = None
 
     def start(self, preexec: Callable[[], None] | None = None) -> None:

@@ -37,7 +37,7 @@ def launch(host: RemoteHost, plan_text: str, extra: list[str] | None = None, db:
 
 
 def dry_run(host: RemoteHost, plan_text: str, extra: list[str] | None = None,
-            db: str | None = None) -> subprocess.CompletedProcess:
+            db: str | None = None) -> subprocess.CompletedProcess[str]:
     """`draftbench run --dry-run` of the plan on the host (against its vLLM and its database), for
     the runs `extra` asks for: what it printed, on stdout and stderr; nothing starts there.
     RemoteError in one line: the host's own line when its runner refuses the plan (a plan with

@@ -12,7 +12,7 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import tomli_w
 
@@ -87,8 +87,17 @@ class RemoteHost:
     def agent_argv(self, *args: str) -> list[str]:
         return [self.remote_python, "-m", "workbench.remote.agent", *args]
 
+    # Its output is text unless `binary` asks for bytes: the overloads tell callers which they get.
+    @overload
     def call(self, remote_argv: list[str], stdin: str | bytes | None = None, timeout: float = 120,
-             binary: bool = False, check: bool = True) -> subprocess.CompletedProcess:
+             binary: Literal[False] = False, check: bool = True) -> subprocess.CompletedProcess[str]: ...
+
+    @overload
+    def call(self, remote_argv: list[str], stdin: str | bytes | None = None, timeout: float = 120, *,
+             binary: Literal[True], check: bool = True) -> subprocess.CompletedProcess[bytes]: ...
+
+    def call(self, remote_argv: list[str], stdin: str | bytes | None = None, timeout: float = 120,
+             binary: bool = False, check: bool = True) -> subprocess.CompletedProcess[str] | subprocess.CompletedProcess[bytes]:
         """Run a command on the host and wait; raise RemoteError with one line on failure (without
         `check`, only when it could not run: the caller reads the exit status)."""
         try:

@@ -33,7 +33,7 @@ class Stream:
         self.offset = 0
         self.on_status = on_status or (lambda s: None)
         self.retry_for_s = retry_for_s
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[str] | None = None
         self._started: dict[int, float] = {}
         self.lags: dict[str, list[float]] = {}  # per table: seconds from a row's time on the host to its commit here
         self.mirror.on_rows = self._rows(on_rows)

@@ -92,7 +92,7 @@ def _run_job(ctx: Context, work: Work, slot_index: int) -> Iterator[list[dict[st
     profile = work.server.profile
     logical = ctx.vllm.build == "cpu" or profile.platform == "cpu"
     slot = Slot(slot_index, tuple(int(g) for g in ray.get_gpu_ids()), logical)
-    messages: queue.Queue = queue.Queue()
+    messages: queue.Queue[dict[str, Any]] = queue.Queue()
     job = ServerJob(ctx, work, slot, outbox.Sender(lambda message: messages.put(outbox.encode(message))))
     failed: list[BaseException] = []
 
@@ -127,7 +127,7 @@ class RayExecutor:
         self.cluster = cluster
         self.parallel = parallel
         self.cancelled = False
-        self.refs: list = []
+        self.refs: list[Any] = []  # Ray's object refs (ray is untyped)
 
     def run(self, works: list[Work], ctx: Context, writer: outbox.Writer) -> int:
         ray = _ray()
@@ -135,7 +135,7 @@ class RayExecutor:
         cap = self.parallel if isinstance(self.parallel, int) else len(works)
         todo = [(w, 1) for w in works]
         free_slots = list(range(cap))
-        running: dict[int, tuple[threading.Thread, list]] = {}
+        running: dict[int, tuple[threading.Thread, tuple[Work, int, list[Any]]]] = {}
         self.refs = []
         started = 0
         try:
@@ -143,7 +143,7 @@ class RayExecutor:
                 while todo and free_slots and not self.cancelled:
                     work, attempt = todo.pop(0)
                     slot = free_slots.pop(0)
-                    outcome: list = []
+                    outcome: list[Any] = []  # _consume's: the completed run ids, then why the worker was lost
                     # One task per server, asking for the GPUs its tensor parallelism needs.
                     ref = task.options(num_gpus=work.server.profile.tensor_parallel_size, max_retries=0,
                                        num_returns="streaming").remote(ctx, work, slot)
@@ -151,7 +151,7 @@ class RayExecutor:
                     started += 1
                     thread = threading.Thread(target=_consume, args=(ray, ref, writer, outcome), daemon=True)
                     thread.start()
-                    running[slot] = (thread, [work, attempt, outcome])
+                    running[slot] = (thread, (work, attempt, outcome))
                 for slot, (thread, (work, attempt, outcome)) in list(running.items()):
                     thread.join(0.1)
                     if thread.is_alive():
@@ -179,7 +179,8 @@ class RayExecutor:
                 pass
 
 
-def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: outbox.Writer, todo: list) -> None:
+def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: outbox.Writer,
+          todo: list[tuple[Work, int]]) -> None:
     """A lost worker's unfinished runs cleared and queued for a new task, or failed after
     MAX_ATTEMPTS."""
     rest = [r for r in work.runs if work.ids[r.key] not in completed]
@@ -197,7 +198,7 @@ def _redo(work: Work, attempt: int, completed: set[int], error: str, writer: out
     todo.append((replace(work, runs=rest), attempt + 1))
 
 
-def _consume(ray: ModuleType, ref: Any, writer: outbox.Writer, outcome: list) -> None:
+def _consume(ray: ModuleType, ref: Any, writer: outbox.Writer, outcome: list[Any]) -> None:
     """Applies one task's messages as they arrive; `outcome` gets the ids of the runs it
     completed and, when its worker was lost, why."""
     completed: set[int] = set()

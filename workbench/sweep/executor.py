@@ -36,7 +36,7 @@ class ThreadExecutor:
         self._lock = threading.Lock()
 
     def run(self, works: list[Work], ctx: Context, writer: outbox.Writer) -> int:
-        todo: queue.Queue = queue.Queue()
+        todo: queue.Queue[Work] = queue.Queue()
         for work in works:
             todo.put(work)
         errors: list[BaseException] = []

@@ -86,7 +86,7 @@ class ServerJob:
         self.readings: dict[int, list[telemetry.Reading]] = {}
         self.settled: set[int] = set()
         self.last_tok_s: float | None = None  # the last completed run's output tok/s
-        self.log_queue: queue.Queue = queue.Queue()
+        self.log_queue: queue.Queue[tuple[float, str, str]] = queue.Queue()  # (time, stream, line)
         self.log_run_id: int | None = None
         self.sampler: telemetry.Sampler | None = None
         self.srv: launch.LocalServer | launch.AttachedServer | None = None

@@ -44,7 +44,7 @@ class Pipeline:
     api_key: str | None = None       # that server's key, if it has one
     vllm_python: str | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[str] | None = None
     _server: LocalServer | None = None  # the target's vLLM server, started once for prompts and responses
     server_log: TextIO | None = None
 

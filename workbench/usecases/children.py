@@ -67,7 +67,7 @@ def train_args(**options: Any) -> list[str]:
     return argv
 
 
-def start(argv: list[str], **popen: Any) -> subprocess.Popen:
+def start(argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
     """A child process in a session of its own (workbench.host.process): closing the app can leave
     it running, and a terminal's Ctrl+C does not reach it."""
     return process.start(argv, **popen)
