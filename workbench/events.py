@@ -73,8 +73,8 @@ class SweepStarted(Event):
     db: str
     runs: int
     pending: int
-    skipped: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @_record
@@ -89,7 +89,7 @@ class SweepFinished(Event):
     cancelled: bool = False
     error: str | None = None
     launches: int | None = None          # adaptive sweeps: servers started
-    recommendations: list | None = None  # adaptive sweeps: each context's Recommendation, as JSON
+    recommendations: list[dict[str, Any]] | None = None  # adaptive sweeps: each context's Recommendation, as JSON
     note: str | None = None              # one line about runs the sweep chose not to start, and why
 
 
@@ -100,7 +100,7 @@ class ServerStarting(Event):
     command: str
     kind: str | None = None  # how it is launched: local, docker, attach
     slot: int | None = None  # a parallel sweep: the GPU slot it runs on, and that slot's GPUs
-    gpus: list | None = None
+    gpus: list[int] | None = None
     index: int | None = None    # this server is the index-th of `servers` the sweep starts
     servers: int | None = None
 
@@ -121,7 +121,7 @@ class RunStarted(Event):
     index: int
     total: int
     slot: int | None = None
-    gpus: list | None = None
+    gpus: list[int] | None = None
 
 
 @_record
@@ -182,9 +182,9 @@ class Prediction(Event):
     best_n: int | None = None
     uncertain: bool | None = None
     runner_up: int | None = None
-    measured_n: list | None = None
-    next_n: list = field(default_factory=list)
-    curve: list | None = None  # [N, speedup, half width] per N
+    measured_n: list[int] | None = None
+    next_n: list[int] = field(default_factory=list)
+    curve: list[list[float]] | None = None  # [N, speedup, half width] per N
 
     def summary(self) -> str:
         if self.error:
@@ -232,7 +232,7 @@ class StepFinished(Event):
 class Reused(Event):
     KIND = Kind.REUSED
     source: str
-    steps: list
+    steps: list[str]
 
 
 @_record

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 import psutil
 
@@ -187,10 +187,20 @@ class HostSource:
         return [host_reading(t)]
 
 
-def sources_for(platform: str, gpus: Iterable[int] = (), host: bool = True) -> tuple[list, str]:
+class Source(Protocol):
+    """What the Sampler reads each tick: NVML, a vendor tool, or the host itself."""
+
+    def read(self, t: float) -> list[Reading]: ...
+
+
+# A stored reading as the Live page and the report read it back (the telemetry table's columns).
+ReadingRow = tuple[float, str, int | None, int | None, float | None, float | None, float | None]
+
+
+def sources_for(platform: str, gpus: Iterable[int] = (), host: bool = True) -> tuple[list[Source], str]:
     """The sources for a host whose GPU stack is `platform`, and a line saying what samples."""
     visible = {g: i for i, g in enumerate(gpus)} or None
-    sources: list = [HostSource()] if host else []
+    sources: list[Source] = [HostSource()] if host else []
     what = "CPU/RAM (psutil)" if host else ""
     if platform == "cuda":
         try:
@@ -210,7 +220,7 @@ def sources_for(platform: str, gpus: Iterable[int] = (), host: bool = True) -> t
 class Sampler:
     """Reads every source about once a second on its own thread; the runner drains the queue."""
 
-    def __init__(self, sources: list, interval_s: float = 1.0):
+    def __init__(self, sources: list[Source], interval_s: float = 1.0):
         self.sources = sources
         self.interval_s = interval_s
         self.queue: queue.Queue[Reading] = queue.Queue()
@@ -309,7 +319,7 @@ def _or_nan(value: float | None) -> float:
     return value if value is not None else float("nan")
 
 
-def series(rows: list[tuple]) -> dict[str, Series]:
+def series(rows: list[ReadingRow]) -> dict[str, Series]:
     """Readings (t, device, physical, index, util_pct, power_w, mem_used_mib) as one series per
     device by its label, plus "all GPUs" whose power is the sum over GPUs at each tick (readings of
     one tick share their timestamp) — what a tensor-parallel run draws in all."""

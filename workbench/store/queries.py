@@ -8,6 +8,7 @@ import platform
 import sqlite3
 import time
 from collections import Counter
+from typing import Any
 
 from workbench.store.connection import Database
 from workbench.store.records import (Answer, FeedRows, RunRecord, RunStatus, SweepRecord, run_record, run_status,
@@ -127,7 +128,7 @@ def completed_siblings(db: Database, run_id: int) -> list[RunRecord]:
     return [run_record(dict(zip(names, r))) for r in cursor.fetchall()]
 
 
-def sampling_of_completed(db: Database, target: str) -> list[tuple]:
+def sampling_of_completed(db: Database, target: str) -> list[tuple[Any, ...]]:
     """The distinct (temperature, max tokens) of the target's completed runs."""
     if not _has(db, "runs"):
         return []
@@ -168,7 +169,7 @@ def active_sweeps(db: Database, stale_after_s: float = 120.0) -> list[SweepRecor
     return alive
 
 
-def gpu_means(db: Database, run_id: int, t0: float, t1: float) -> list[tuple]:
+def gpu_means(db: Database, run_id: int, t0: float, t1: float) -> list[tuple[Any, ...]]:
     """Per GPU of a run (physical, index, mean power W, mean utilisation %) over t0..t1."""
     if not _has(db, "telemetry"):
         return []
@@ -186,7 +187,7 @@ def counter_samples(db: Database, run_id: int) -> list[tuple[float, float, float
                                              [run_id])]
 
 
-def spec_requests(db: Database, run_ids: list[int]) -> list[tuple]:
+def spec_requests(db: Database, run_ids: list[int]) -> list[tuple[Any, ...]]:
     """The successful requests of these runs that drafted: (method, n, concurrency, category,
     prompt tokens, drafting steps, accepted tokens, drafted tokens)."""
     marks = ",".join("?" * len(run_ids))
@@ -196,7 +197,7 @@ def spec_requests(db: Database, run_ids: list[int]) -> list[tuple]:
         f"AND q.ok = 1 AND q.spec_drafts > 0", list(run_ids)).fetchall()
 
 
-def request_timings(db: Database, run_ids: list[int]) -> list[tuple]:
+def request_timings(db: Database, run_ids: list[int]) -> list[tuple[Any, ...]]:
     """The successful requests of these runs, as their latency figures need them: (run id, TTFT ms,
     end-to-end latency ms, output tokens, drafting steps, per-request MAL; the last two None where vLLM
     did not report them)."""
@@ -212,7 +213,7 @@ def run_feed(db: Database, run_id: int, after_ids: dict[str, int]) -> FeedRows:
     """For each table named in after_ids, the run's rows above that id (FEED_COLUMNS of them), and
     the new highest id per table. A writer holding the lock for a moment ends the read early:
     the tables not read yet keep their ids, and the next call catches up."""
-    rows: dict[str, list[tuple]] = {table: [] for table in after_ids}
+    rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in after_ids}
     after = dict(after_ids)
     try:
         for table in after_ids:

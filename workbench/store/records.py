@@ -229,7 +229,7 @@ class FeedRows:
     """What the Live page reads of a run since its last poll: per table, the new rows (the table's
     FEED_COLUMNS as plain tuples, which turn into one numpy array without a Python object per
     field), and per table the highest id read, where the next poll starts."""
-    rows: dict[str, list[tuple]]
+    rows: dict[str, list[tuple[Any, ...]]]
     after: dict[str, int]
 
 

@@ -9,6 +9,6 @@ from workbench.sweep.eta import SweepClock
 __all__ = ["SweepClock", "telemetry_series"]
 
 
-def telemetry_series(rows: list[tuple]) -> dict[str, telemetry.Series]:
+def telemetry_series(rows: list[telemetry.ReadingRow]) -> dict[str, telemetry.Series]:
     """Readings as one series per device, plus "all GPUs" whose power is the sum over GPUs at each tick."""
     return telemetry.series(rows)
