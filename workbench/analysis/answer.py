@@ -11,7 +11,7 @@ from typing import Any, Callable
 from workbench import store
 from workbench.analysis import alarms, latency, lossless
 from workbench.analysis import basis as throughput_basis
-from workbench.analysis.compare import Config
+from workbench.analysis.compare import Config, Key
 
 
 def short_model(name: str | None) -> str:
@@ -45,11 +45,11 @@ def verdict(c: Config) -> str:
     return "faster, beyond noise" if _speedup(c) > 1 else "slower, beyond noise"
 
 
-def best_per_method(cs: list[Config], what_if: bool = False) -> dict[tuple, Config]:
+def best_per_method(cs: list[Config], what_if: bool = False) -> dict[Key, Config]:
     """(target, workload, concurrency, method, draft) -> the configuration with the highest mean
     output throughput (its N is the best N there). Measured configurations only, unless `what_if`
     (then what-if ones only): a measured answer never rests on an imposed acceptance."""
-    best: dict[tuple, Config] = {}
+    best: dict[Key, Config] = {}
     for c in cs:
         if c.method == "baseline" or c.speedup is None or c.what_if != what_if:
             continue
@@ -116,7 +116,7 @@ def answer_rows(cs: list[Config], what_if: bool = False) -> list[AnswerRow]:
     """One row per target x workload x concurrency x method: its best configuration, fastest
     method first within each target x workload x concurrency."""
     best = best_per_method(cs, what_if)
-    groups: dict[tuple, list[Config]] = {}
+    groups: dict[Key, list[Config]] = {}
     for (target, workload, concurrency, _, _), c in best.items():
         groups.setdefault((target, workload, concurrency), []).append(c)
     rows = []
@@ -238,7 +238,7 @@ def crossovers(cs: list[Config]) -> list[Crossover]:
     the highest concurrency up to which it pays (speedup above 1, not within noise of it), the
     first at which it stops, and an estimate of the crossover between the two (speedup
     interpolated against log2 concurrency to 1.0)."""
-    by_method: dict[tuple, dict[int, Config]] = {}
+    by_method: dict[Key, dict[int, Config]] = {}
     for (target, workload, concurrency, method, draft), c in best_per_method(cs).items():
         by_method.setdefault((target, workload, method, draft), {})[concurrency] = c
     out = []
@@ -280,7 +280,7 @@ def none_pays(rows: list[AnswerRow]) -> list[str]:
     why, in the terms that decide it: a speculative step yields MAL tokens where a baseline step
     yields one, so it pays only while it costs fewer than MAL baseline steps; the cost here is
     MAL / speedup."""
-    groups: dict[tuple, list[AnswerRow]] = {}
+    groups: dict[Key, list[AnswerRow]] = {}
     for r in rows:
         groups.setdefault((r.target_short, r.workload, r.concurrency), []).append(r)
     out = []
@@ -342,7 +342,7 @@ def within_itl(cs: list[Config], max_itl_p99_ms: float) -> list[BestUnderItl]:
     why nothing was, and the unbounded best N where the bound changed it. Measured runs only."""
     if not max_itl_p99_ms >= 0:  # also refuses NaN
         raise ValueError(f"the ITL p99 bound must be a number of milliseconds >= 0, not {max_itl_p99_ms}")
-    groups: dict[tuple, list[Config]] = {}
+    groups: dict[Key, list[Config]] = {}
     for c in cs:
         if c.method != "baseline" and not c.what_if and c.speedup is not None:
             groups.setdefault((c.target, c.workload, c.concurrency, c.method, c.draft), []).append(c)

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from workbench.analysis import series
-from workbench.analysis.compare import Config
+from workbench.analysis.compare import Config, Key
 
 GRID = [i / 20 for i in range(21)]  # p1 from 0 to 1, for the chart
 
@@ -168,7 +168,7 @@ def sentence(group: list[BreakEvenRow]) -> str:
 
 
 def sentences(cs: list[Config]) -> list[str]:
-    groups: dict[tuple, list[BreakEvenRow]] = {}
+    groups: dict[Key, list[BreakEvenRow]] = {}
     for row in rows(cs):
         groups.setdefault((row.target, row.method, row.draft, row.n, row.workload), []).append(row)
     return [sentence(g) for g in groups.values()]

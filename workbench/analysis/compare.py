@@ -90,13 +90,18 @@ def marker(row: store.RunRecord) -> str:
     return f"what-if, acceptance imposed: {curve.get('source') or '?'}{mal}"
 
 
-def config_key(row: store.RunRecord) -> tuple:
+# A grouping key: the record fields runs or configurations are matched on (strings, numbers,
+# None and flags mixed, their number depending on the grouping).
+Key = tuple[Any, ...]
+
+
+def config_key(row: store.RunRecord) -> Key:
     return (row.target, row.method, row.draft, row.n, row.workload, row.concurrency,
             row.request_rate, row.max_tokens, row.temperature, row.top_p,
             row.num_prompts, row.experiment_id, is_what_if(row), row.imposed)
 
 
-def baseline_key(row: store.RunRecord) -> tuple:
+def baseline_key(row: store.RunRecord) -> Key:
     # A what-if run is compared with the what-if baseline (dummy weights too), never a measured one.
     return tuple(getattr(row, k) for k in MATCH) + (is_what_if(row),)
 
@@ -204,13 +209,13 @@ def configs(rows: list[store.RunRecord], include_partial: bool = False) -> list[
     """Completed runs (and partial ones, if asked) grouped into configurations, each linked to
     its matching baseline."""
     counted = WITH_PARTIAL if include_partial else COUNTED
-    groups: dict[tuple, list[store.RunRecord]] = {}
+    groups: dict[Key, list[store.RunRecord]] = {}
     for r in rows:
         if r.status in counted and r.output_tok_s:
             groups.setdefault(config_key(r), []).append(r)
     out = [Config(g) for g in groups.values()]
     by_key = baselines(out)
-    compared: dict[tuple, list[Config]] = {}
+    compared: dict[Key, list[Config]] = {}
     for c in out:
         c.baseline = by_key.get(baseline_key(c.rows[0]))
         compared.setdefault(baseline_key(c.rows[0]), []).append(c)
@@ -221,12 +226,12 @@ def configs(rows: list[store.RunRecord], include_partial: bool = False) -> list[
     return out
 
 
-def baselines(cs: list[Config]) -> dict[tuple, Config]:
+def baselines(cs: list[Config]) -> dict[Key, Config]:
     """The baseline configurations by the key a speculative run matches them on."""
     return {baseline_key(c.rows[0]): c for c in cs if c.method == "baseline"}
 
 
-def run_speedup(row: store.RunRecord, by_key: dict[tuple, Config]) -> float | None:
+def run_speedup(row: store.RunRecord, by_key: dict[Key, Config]) -> float | None:
     """One run's output tok/s over its matching baseline's mean: the denominator of its
     configuration's speedup, so a run and its configuration agree."""
     base = by_key.get(baseline_key(row))
@@ -240,10 +245,10 @@ def _fmt(v: float | None, spec: str) -> float | None:
     return None if v is None else float(format(v, spec))
 
 
-def _best(cs: list[Config], what_if: bool) -> dict[tuple, Config]:
+def _best(cs: list[Config], what_if: bool) -> dict[Key, Config]:
     """(target, method, draft, workload, concurrency) -> its configuration with the highest mean
     throughput (the best N there), over measured configurations or, with `what_if`, what-if ones."""
-    best: dict[tuple, Config] = {}
+    best: dict[Key, Config] = {}
     for c in cs:
         if c.method == "baseline" or c.what_if != what_if:
             continue

@@ -63,11 +63,11 @@ def read(db: store.Database, run_id: int, include_partial: bool = False) -> tupl
     return latency.with_requests(db, [row])[0], name
 
 
-def _load(row: store.RunRecord) -> tuple:
+def _load(row: store.RunRecord) -> tuple[int | None, float | None]:  # (concurrency, request rate)
     return row.concurrency, row.request_rate
 
 
-def _load_text(load: tuple) -> str:
+def _load_text(load: tuple[int | None, float | None]) -> str:
     concurrency, rate = load
     return f"c={concurrency}" + ("" if rate is None else f" at {rate:g} req/s")
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from workbench import methods, store
 from workbench.analysis import series
-from workbench.analysis.compare import Config, t95
+from workbench.analysis.compare import Config, Key, t95
 from workbench.errors import DraftbenchError
 
 Z95 = 1.96
@@ -263,7 +263,7 @@ def _rel_se(c: Config, pooled: float | None, default: float) -> float:
     return sd / math.sqrt(c.tok_s.n)
 
 
-def group_key(c: Config) -> tuple:
+def group_key(c: Config) -> Key:
     r = c.rows[0]
     return (r.experiment_id, r.target, r.method, r.draft, r.options, r.workload,
             r.concurrency, r.temperature, r.max_tokens)
@@ -294,11 +294,11 @@ def _point(c: Config, rel_se: float) -> Point:
     return Point(c.n, speedup, 1.0 + statistics.fmean(draft_share(r) for r in c.rows) * (mal - 1.0), rel_se, c.tok_s.n)
 
 
-def what_if_costs(cs: list[Config]) -> dict[tuple, dict[int, float]]:
+def what_if_costs(cs: list[Config]) -> dict[Key, dict[int, float]]:
     """Step costs measured by what-if runs (MAL read back / speedup), by target, method, draft and
     concurrency, then N. The cost depends on the shapes, N and the batch, not on the acceptance or
     the text, so it serves measured runs of the same configuration on any workload."""
-    out: dict[tuple, dict[int, float]] = {}
+    out: dict[Key, dict[int, float]] = {}
     for c in cs:
         if c.what_if and c.method != "baseline" and c.n and c.speedup and c.mal.mean:
             out.setdefault((c.target, c.method, c.draft, c.concurrency), {})[c.n] = c.mal.mean / c.speedup
@@ -306,7 +306,7 @@ def what_if_costs(cs: list[Config]) -> dict[tuple, dict[int, float]]:
 
 
 def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE,
-                 costs: dict[tuple, dict[int, float]] | None = None) -> dict[tuple, Recommendation]:
+                 costs: dict[Key, dict[int, float]] | None = None) -> dict[Key, Recommendation]:
     """A recommendation for every method x workload x concurrency (within one experiment) that has
     a baseline and measured speculative runs at two or more N (or one, where what-if runs measured
     the step cost at two or more), one of them carrying the survival curve. `costs` defaults to the
@@ -314,7 +314,7 @@ def from_configs(cs: list[Config], default_rel_se: float = DEFAULT_REL_SE,
     costs = what_if_costs(cs) if costs is None else costs
     measured = [c for c in cs if not c.what_if]
     pooled, dof = noise(measured)
-    groups: dict[tuple, list[Config]] = {}
+    groups: dict[Key, list[Config]] = {}
     for c in measured:
         if c.method != "baseline" and c.n and c.baseline and c.speedup and c.mal.mean:
             groups.setdefault(group_key(c), []).append(c)

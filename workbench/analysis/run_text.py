@@ -18,7 +18,7 @@ def _f(value: object, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 
-def _speedup(r: store.RunRecord, baselines: dict[tuple, compare.Config], pinned: pinned_baseline.Pinned | None) -> float | None:
+def _speedup(r: store.RunRecord, baselines: dict[compare.Key, compare.Config], pinned: pinned_baseline.Pinned | None) -> float | None:
     """A run's speedup over its own baseline, or over the pinned run where the pin is of its kind."""
     if pinned is not None and pinned.applies_to(r):
         return pinned.run_speedup(r)

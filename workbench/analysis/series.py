@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from workbench import store
-from workbench.analysis.compare import Config, estimate, imposed
+from workbench.analysis.compare import Config, Key, estimate, imposed
 from workbench.metrics import telemetry
 
 
@@ -146,7 +146,7 @@ def efficiency(cs: list[Config]) -> list[EfficiencyPoint]:
 def concurrency(cs: list[Config]) -> list[ConcurrencyPoint]:
     """Speedup against concurrency, for the configurations run at two or more."""
     spec = _speculative(cs)
-    by_conc: dict[tuple, set] = {}
+    by_conc: dict[Key, set[int]] = {}
     for c in spec:
         by_conc.setdefault((c.method, c.n, c.workload, c.what_if), set()).add(c.concurrency)
     return [_point(ConcurrencyPoint, c, f"{c.label} · {c.workload}", c.n, speedup=c.speedup,
@@ -199,7 +199,7 @@ def request_data(db: store.Database, run_ids: list[int],
     if not run_ids:
         return [], []
     rows = store.spec_requests(db, run_ids)
-    by_cat: dict[tuple, list[float]] = {}
+    by_cat: dict[Key, list[float]] = {}
     for method, n, conc, category, _, drafts, accepted, drafted in rows:
         if not category:
             continue  # a prompt file without categories: its requests count only in the other charts
@@ -214,7 +214,7 @@ def request_data(db: store.Database, run_ids: list[int],
     by_length: list[LengthPoint] = []
     if lengths:
         edges = sorted({lengths[min(len(lengths) - 1, int(len(lengths) * q / bins))] for q in range(bins)} | {lengths[-1] + 1})
-        groups: dict[tuple, list[float]] = {}
+        groups: dict[Key, list[float]] = {}
         for method, n, conc, _, tokens, drafts, accepted, _ in rows:
             if not tokens:
                 continue

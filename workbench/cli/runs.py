@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from workbench.cli.common import CliError, Verbs, open_db, table
 
 if TYPE_CHECKING:  # the analysis loads only when a verb runs, so `--help` stays fast
-    from workbench.analysis.compare import Figures
+    from workbench.analysis.compare import Config, Figures
 
 
 def register(sub: Verbs) -> None:
@@ -152,7 +152,7 @@ WHAT_IF_TITLE = ("what-if (acceptance imposed: {source}; dummy weights, never in
                  "MAL read back / speedup, in baseline steps; it pays once MAL exceeds it:")
 
 
-def print_what_if(cs: list) -> None:
+def print_what_if(cs: list[Config]) -> None:
     """The what-if configurations' table and where each pays, under a title naming the imposed curve."""
     # Deferred (every verb): loaded only when this verb runs, so `--help` stays fast.
     from workbench import report

@@ -20,7 +20,11 @@ from workbench.plan import Plan, Run
 from workbench.sweep.runner import Runner
 
 
-def _method_key(r: Run) -> tuple:
+# A method as the plan names it: (method, draft, its options).
+MethodKey = tuple[str, str | None, tuple[tuple[str, object], ...]]
+
+
+def _method_key(r: Run) -> MethodKey:
     s = r.server
     return (s.method, s.draft, s.options)
 
@@ -28,7 +32,7 @@ def _method_key(r: Run) -> tuple:
 @dataclass
 class Context:
     """One method (with its draft and options) at one workload and concurrency."""
-    method: tuple
+    method: MethodKey
     workload: str
     concurrency: int
     ns: list[int]
@@ -65,7 +69,7 @@ class Context:
 
 
 def contexts(plan: Plan) -> list[Context]:
-    out: dict[tuple, Context] = {}
+    out: dict[tuple[MethodKey, str, int], Context] = {}
     for r in plan.runs:
         if r.server.method == "baseline":
             continue

@@ -67,7 +67,7 @@ class Work:
         return [self.ids[r.key] for r in self.runs]
 
 
-def _configuration(r: Run) -> tuple:
+def _configuration(r: Run) -> tuple[Any, ...]:
     """What a run measures on its server, everything but the repeat: its repeats share it."""
     return (r.workload, r.concurrency, r.request_rate, r.num_prompts, r.max_tokens, r.temperature, r.top_p,
             r.ignore_eos)
@@ -230,7 +230,7 @@ class ServerJob:
                                        scrape_interval_s=self.ctx.scrape_interval_s, app=self.ctx.app,
                                        prompts=self.ctx.prompts, warnings=self.work.warnings,
                                        before_sample=self._flush)
-        measured: dict[tuple, list[float]] = {}  # a configuration's throughput, repeat by repeat
+        measured: dict[tuple[Any, ...], list[float]] = {}  # a configuration's throughput, repeat by repeat
         gate = self.ctx.auto_repeats
         try:
             clients.start()
