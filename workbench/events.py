@@ -184,7 +184,7 @@ class Prediction(Event):
     runner_up: int | None = None
     measured_n: list[int] | None = None
     next_n: list[int] = field(default_factory=list)
-    curve: list[list[float]] | None = None  # [N, speedup, half width] per N
+    curve: list[list[int | float]] | None = None  # [N, speedup, half width] per N; N stays an integer on the wire
 
     def summary(self) -> str:
         if self.error:
