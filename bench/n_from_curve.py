@@ -13,6 +13,7 @@ no speculation). Cells are marked `measured curve` at the largest N (the model's
 `truncated curve` below it.
 
 usage: python bench/n_from_curve.py docs/gpu/real-drafter/real-vs-what-if-h200.json
+       python bench/n_from_curve.py H200.json H100.json   (rows of two GPUs, best N by speedup)
        python bench/n_from_curve.py ROWS.json --curve-from docs/gpu/real-drafter/real-vs-what-if-h200.json
        python bench/n_from_curve.py --smoke     (the H200 rows kept in docs/gpu/real-drafter)
 """
@@ -48,12 +49,14 @@ def predict(rows: list[dict], curve_rows: list[dict] | None = None) -> list[dict
 
 
 def best(cells: list[dict], key: str) -> dict[int, int]:
-    """The best N per concurrency by `key` tok/s, N = 0 (no speculation) when nothing beats 1.0x."""
+    """The best N per concurrency by `key` (predicted_ or measured_), N = 0 (no speculation) when
+    nothing beats 1.0x. Ranked by speedup, which on one GPU ranks as tok/s does and across GPUs
+    is the only comparable figure (each cell over its own GPU's baseline)."""
     by_c: dict[int, int] = {}
     for c in sorted({x["concurrency"] for x in cells}):
-        here = [x for x in cells if x["concurrency"] == c and x[key.replace("tok_s", "speedup")] is not None]
-        top = max(here, key=lambda x: x[key], default=None)
-        by_c[c] = top["n"] if top and top[key.replace("tok_s", "speedup")] > 1 else 0
+        here = [x for x in cells if x["concurrency"] == c and x[f"{key}_speedup"] is not None]
+        top = max(here, key=lambda x: x[f"{key}_speedup"], default=None)
+        by_c[c] = top["n"] if top and top[f"{key}_speedup"] > 1 else 0
     return by_c
 
 
@@ -68,8 +71,11 @@ def main() -> int:
         i = argv.index("--curve-from")
         curve_rows = json.loads(Path(argv[i + 1]).read_text())
         del argv[i:i + 2]
-    rows = [r for f in (argv or [str(KEPT)]) for r in json.loads(Path(f).read_text())]
-    cells = predict(rows, curve_rows)
+    # Several files: rows of several GPUs (one file each), each cell over its own file's baseline,
+    # the N_max curve from all of them unless --curve-from names it.
+    files = [json.loads(Path(f).read_text()) for f in (argv or [str(KEPT)])]
+    every = [r for rows in files for r in rows]
+    cells = [x for rows in files for x in predict(rows, curve_rows or every)]
     print("| N | c | curve | MAL predicted | MAL measured | tok/s predicted | tok/s measured | error | "
           "speedup predicted | speedup measured |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -78,7 +84,7 @@ def main() -> int:
         sm = "-" if x["measured_speedup"] is None else f"{x['measured_speedup']:.2f}"
         print(f"| {x['n']} | {x['concurrency']} | {x['kind']} | {x['predicted_mal']:.3f} | {x['measured_mal']:.3f} | "
               f"{x['predicted_tok_s']:,.0f} | {x['measured_tok_s']:,.0f} | {x['error']:+.1%} | {sp} | {sm} |")
-    pred, meas = best(cells, "predicted_tok_s"), best(cells, "measured_tok_s")
+    pred, meas = best(cells, "predicted"), best(cells, "measured")
     print("\n| c | best N predicted | best N measured |\n| --- | --- | --- |")
     for c in pred:
         print(f"| {c} | {pred[c]} | {meas[c]} |")
