@@ -57,14 +57,13 @@ class Cell:
 
 def _record(i: int, n: int | None, c: int, tok_s: float, mal: float | None = None,
             curve: list[float] | None = None, what_if: bool = False) -> store.RunRecord:
+    """A completed run as the store reads one back; the fields the grouping and the model use."""
     return store.run_record({
         "id": i, "experiment_id": 2 if what_if else 1, "status": "completed", "target": "llama-3.1-8b-seeded",
         "method": "draft_model" if n else "baseline", "draft": "draft-2-layers" if n else None, "options": "{}",
-        "n": n, "workload": "builtin", "concurrency": c, "request_rate": None, "max_tokens": 256,
-        "temperature": 0.0, "top_p": 1.0, "num_prompts": 6, "output_tok_s": tok_s, "mal": mal,
-        "acceptance_rate": None, "repeat": 1, "generation_tokens": None, "accepted": None, "requests_ok": 6,
-        "drafts": None, "per_position": None if curve is None else json.dumps(curve), "what_if": int(what_if),
-        "imposed": json.dumps({"source": "measured", "rates": curve}) if what_if else None})
+        "n": n, "workload": "builtin", "concurrency": c, "max_tokens": 256, "temperature": 0.0, "repeat": 1,
+        "output_tok_s": tok_s, "mal": mal, "per_position": None if curve is None else json.dumps(curve),
+        "what_if": int(what_if), "imposed": json.dumps({"source": "measured", "rates": curve}) if what_if else None})
 
 
 def evaluate(path: Path) -> tuple[list[Cell], dict[int, recommend.Recommendation]]:

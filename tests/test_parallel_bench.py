@@ -1,15 +1,10 @@
 """bench/parallel_sweep.py's own arithmetic: where each server's time went, from the events a
 sweep emits (the same event classes the runner sends), serially and on two slots interleaved."""
 
-import importlib.util
-import sys
-
-from helpers.recorded import ROOT
+from helpers.recorded import bench_module
 from workbench import events
 
-spec = importlib.util.spec_from_file_location("parallel_sweep_bench", ROOT / "bench" / "parallel_sweep.py")
-bench = sys.modules["parallel_sweep_bench"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = bench_module("parallel_sweep")
 
 
 def _server(t, run, slot=None, ready=2.0):

@@ -1,21 +1,17 @@
 """The N model: its algebra on curves with a known answer, its noise handling, and its accuracy
 on the reference study's published Gemma 4 MTP rows (bench/recommend_reference.py prints them)."""
 
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 
-from helpers.recorded import ROOT
+from helpers.recorded import bench_module
 from workbench import store
 from workbench.analysis import compare, recommend
 from workbench.analysis.recommend import Point, Survival
 
-spec = importlib.util.spec_from_file_location("recommend_reference", ROOT / "bench" / "recommend_reference.py")
-reference = sys.modules["recommend_reference"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reference)
+reference = bench_module("recommend_reference")
 
 
 def _points(survival, alpha, beta, ns, rel_se=0.02):

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from helpers.recorded import ROOT, bench_module
 from workbench import store
 from workbench.analysis import compare, recommend
 
@@ -74,24 +75,12 @@ def test_the_chart_rows_say_where_each_cost_came_from():
     assert [r.cost_source for r in rows] == ["fitted", "what-if", "what-if", "fitted"]
 
 
-def _real_drafter_bench():
-    import importlib.util
-    import sys
-
-    from helpers.recorded import ROOT
-
-    spec = importlib.util.spec_from_file_location("recommend_real_drafter", ROOT / "bench" / "recommend_real_drafter.py")
-    module = sys.modules["recommend_real_drafter"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, ROOT / "docs" / "gpu" / "real-drafter"
-
-
 def test_the_recommendation_holds_on_a_real_drafters_recorded_rows():
     # Recorded on an H100: a real 2-layer draft model on the Llama-3.1-8B shape, real runs and
     # what-if runs at N = 1, 2, 4. The model is given the baseline, the real run at N=4 and the
     # what-if runs; it predicts the real N = 1 and 2 it was not given.
-    bench, folder = _real_drafter_bench()
-    cells, recs = bench.evaluate(folder / "real-vs-what-if-h100.json")
+    bench = bench_module("recommend_real_drafter")
+    cells, recs = bench.evaluate(ROOT / "docs" / "gpu" / "real-drafter" / "real-vs-what-if-h100.json")
     held = [x for x in cells if x.measured is not None and not x.given]
     assert [(x.concurrency, x.n) for x in held] == [(1, 1), (1, 2), (16, 1), (16, 2), (64, 2)]
     assert all(x.cost_source == "what-if" for x in held)

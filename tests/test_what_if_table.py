@@ -3,18 +3,13 @@ comes from the stored runs, and the N model's held-out predictions are computed,
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.recorded import ROOT, bench_module
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("what_if_table", ROOT / "bench" / "what_if_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("what_if_table")
 
 
 def test_table_and_predictions_from_the_stored_runs(tmp_path, capsys):
