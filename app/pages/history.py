@@ -21,6 +21,7 @@ from app.widgets.run_diff import RunDiff
 from app.widgets.run_notes import RunNotes
 from workbench import store
 
+
 class HistoryPage(QWidget):
     open_in_live = Signal(int)
     compare = Signal(list)  # the RunRecords to compare
@@ -49,8 +50,8 @@ class HistoryPage(QWidget):
         self.search.textChanged.connect(self._searched)
         self.toolbar = ActionsBar(self.current_view)
         # The toolbar's parts that the page's methods (and its tests) read under these names.
-        self.open_button, self.diff_button, self.pin_button = (self.toolbar.open_button, self.toolbar.diff_button,
-                                                               self.toolbar.pin_button)
+        self.open_button, self.delete_button = self.toolbar.open_button, self.toolbar.delete_button
+        self.diff_button, self.pin_button = self.toolbar.diff_button, self.toolbar.pin_button
         self.pinned, self.views = self.toolbar.pinned, self.toolbar.views
         self.diff: RunDiff | None = None
         bar = self.toolbar
@@ -253,21 +254,21 @@ class HistoryPage(QWidget):
 
     def delete_selected(self, confirm: bool = True) -> None:
         ids = self.selected_ids()
-        if not ids or self.db_path is None or not self.toolbar.delete_button.isEnabled():
+        if not ids or self.db_path is None or not self.delete_button.isEnabled():
             return
         question = f"Delete {len(ids)} run(s) and everything measured in them?"
         if confirm and QMessageBox.question(self, "Delete runs", question) != QMessageBox.StandardButton.Yes:
             return
         db_path = self.db_path
-        self.toolbar.delete_button.setEnabled(False)  # one delete at a time
+        self.delete_button.setEnabled(False)  # one delete at a time
         worker.run(lambda: _delete_runs(db_path, ids), self, lambda _: self._deleted(db_path), self._delete_failed)
 
     def _deleted(self, db_path: Path) -> None:
-        self.toolbar.delete_button.setEnabled(True)
+        self.delete_button.setEnabled(True)
         self.load(db_path)
 
     def _delete_failed(self, exc: BaseException) -> None:
-        self.toolbar.delete_button.setEnabled(True)
+        self.delete_button.setEnabled(True)
         QMessageBox.warning(self, "Delete runs", str(exc))
         if self.db_path is not None:
             self.load(self.db_path)

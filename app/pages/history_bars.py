@@ -4,7 +4,7 @@ buttons that act on the selection). The page wires them to its model and its act
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QAbstractItemModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -67,10 +67,9 @@ class FilterBar(QWidget):
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)
         bar.addWidget(self.search, 1)
 
-    def offer(self, rows: Iterable[HistoryRow]) -> None:
+    def offer(self, rows: Sequence[HistoryRow]) -> None:
         """Each combo lists the values its field takes in `rows`; a value chosen that no row has any
         more goes back to any. Every field's filter is said again, as the page's proxy was reset."""
-        rows = list(rows)
         for key, combo in self.combos.items():
             current = combo.currentText() or ANY
             values = sorted({str(r.value(key)) for r in rows})

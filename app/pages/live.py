@@ -18,12 +18,11 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from app.models.dbpoll import RunFeed
 from app.pages import live_pace
 from app.pages.live_charts import NO_GPU, TIPS, LiveCharts, LiveData, Series
-from app.pages.live_parts import RunHeadline, ServerLog, SweepBar
+from app.pages.live_parts import RunHeadline, SweepBar, server_log
 from app.widgets.slots_table import SlotsTable
 from workbench import events, store
 from workbench.analysis import compare
 from workbench.usecases import host_facts
-from workbench.usecases.host_facts import Gpu
 from workbench.usecases.live_feed import SweepClock
 
 __all__ = ["LivePage", "NO_GPU", "Series", "TIPS"]
@@ -52,7 +51,7 @@ class LivePage(QWidget):
 
         self.headline = RunHeadline()
         self.sweep_bar = SweepBar()
-        self.sweep_bar.stop_requested.connect(self.stop_requested)
+        self.sweep_bar.stop_button.clicked.connect(self.stop_requested)
         # The parts' labels and buttons under the names the page's methods (and its tests) read them by.
         self.title, self.flag, self.warned, self.alarms = (self.headline.title, self.headline.flag,
                                                            self.headline.warned, self.headline.alarms)
@@ -66,13 +65,13 @@ class LivePage(QWidget):
         self.slots.run_chosen.connect(lambda run: self.db_path and self.show_run(self.db_path, run))
         self.charts = LiveCharts()
         self.pace = live_pace.Pace()
-        self.server_log = ServerLog()
-        self.log = self.server_log.text
+        self.log = server_log()
         layout = QVBoxLayout(self)
         for part in (self.headline, self.sweep_bar, self.charts.no_gpu, self.adaptive, self.slots):
             layout.addWidget(part)
         layout.addLayout(self.charts.grid, 4)
-        layout.addWidget(self.server_log, 1)
+        layout.addWidget(QLabel("Server log"))
+        layout.addWidget(self.log, 1)
 
         self.poll_timer = QTimer(self, interval=live_pace.POLL_MS)
         self.poll_timer.timeout.connect(self._poll_tick)
@@ -94,8 +93,7 @@ class LivePage(QWidget):
         self.run_row = None
         self.charts.reset()
         self.log.clear()
-        self.flag.setVisible(False)
-        self.warned.setVisible(False)
+        self.headline.clear_flags()
         self.charts.show_siblings(self.feed.siblings())
         self.poll()
         # Drawn at once: nothing of the previous run stays up until the next draw.
@@ -187,7 +185,7 @@ class LivePage(QWidget):
             if row.status in ("completed", "partial", "failed", "cancelled") and not any(new.values()):
                 self.poll_timer.stop()
 
-    def set_host_gpus(self, found: tuple[str, list[Gpu]]) -> None:
+    def set_host_gpus(self, found: tuple[str, list[host_facts.Gpu]]) -> None:
         """GPU detection's answer ('cuda' | 'rocm' | 'none', GPUs): without GPUs, the power panel
         gives way to one line, unless the run shown carries GPU readings (recorded elsewhere)."""
         self.host_has_gpus = found[0] != "none" or bool(found[1])

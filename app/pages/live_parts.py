@@ -1,12 +1,11 @@
-"""Three parts of the Live page as widgets of their own: the headline (the run's title and the lines
-that flag what to distrust in it), the sweep bar (its progress, the Stop button, the clock and the
-pace note) and the server log. The page fills them as it reads the run and follows the sweep."""
+"""Parts of the Live page: the headline (the run's title and the lines that flag what to distrust in
+it) and the sweep bar (its progress, the Stop button, the clock and the pace note) as widgets of
+their own, and the server log's text. The page fills them as it reads the run and follows the sweep."""
 
 from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from app.pages import live_pace
@@ -47,6 +46,10 @@ class RunHeadline(QWidget):
         for label in (self.title, self.flag, self.warned, self.alarms):
             box.addWidget(label)
 
+    def clear_flags(self) -> None:
+        self.flag.setVisible(False)
+        self.warned.setVisible(False)
+
     def show_flags(self, row: store.RunRecord) -> None:
         """The flag line (failed, or partial: left out of speedups) and the warnings line of this run."""
         lost = row.requests_failed or 0
@@ -71,10 +74,7 @@ class RunHeadline(QWidget):
 
 
 class SweepBar(QWidget):
-    """The sweep's progress and its Stop button on one line, the clock and the pace note under them.
-    `stop_requested` when Stop is clicked."""
-
-    stop_requested = Signal()
+    """The sweep's progress and its Stop button on one line, the clock and the pace note under them."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -88,7 +88,6 @@ class SweepBar(QWidget):
         # Ctrl+. belongs to the main window's Sweep > Stop, which works on every page: a second
         # owner here would make Qt find the key ambiguous on this page and fire neither.
         self.stop_button.setEnabled(False)
-        self.stop_button.clicked.connect(self.stop_requested)
         self.pace_note = QLabel(live_pace.NOTE)
         self.pace_note.setStyleSheet("color: #666666; font-size: 8pt")
         self.pace_note.setVisible(False)
@@ -108,16 +107,11 @@ class SweepBar(QWidget):
         box.addLayout(clock)
 
 
-class ServerLog(QWidget):
-    """The vLLM server's output for the run shown, under its heading; the last 1000 lines are kept."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.text = QPlainTextEdit(readOnly=True)
-        self.text.setMaximumBlockCount(1000)
-        self.text.setToolTip("The vLLM server's output for this run")
-        self.text.setFont(theme.mono())
-        box = QVBoxLayout(self)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.addWidget(QLabel("Server log"))
-        box.addWidget(self.text, 1)
+def server_log() -> QPlainTextEdit:
+    """The vLLM server's output for the run shown; the last 1000 lines are kept. The page lays it
+    out under its heading, itself, so the log takes the stretch and the heading does not."""
+    text = QPlainTextEdit(readOnly=True)
+    text.setMaximumBlockCount(1000)
+    text.setToolTip("The vLLM server's output for this run")
+    text.setFont(theme.mono())
+    return text

@@ -62,8 +62,9 @@ def method_entry(source: dict[str, Any] | None, shown: dict[str, Any] | None, no
 def profile_value(source: object, resolved: Profile, shown: dict[str, Any] | None, now: dict[str, Any],
                   controlled: frozenset[str]) -> object:
     """The document's `profile`: as loaded (a table, or the name of a saved profile) while the form's
-    settings are those it showed (`shown` None: a profile the form could not show, so never); else the loaded profile's own keys the form has no control for
-    (name, docker, hf_cache, env) with the form's settings over them. None: the default profile."""
+    settings are those it showed (`shown` None: a profile the form could not show, so never); else
+    the loaded profile's own keys the form has no control for (name, docker, hf_cache, env) with the
+    form's settings over them. None: the default profile."""
     if now == shown:
         return copy.deepcopy(source)
     if isinstance(source, dict):
