@@ -83,6 +83,7 @@ class _Field:
     nested: bool  # its annotation names a record or message, written field by field
 
 
+@functools.cache
 def _nests(tp: Any) -> bool:
     if isinstance(tp, type) and (issubclass(tp, Message) or dataclasses.is_dataclass(tp)):
         return True
