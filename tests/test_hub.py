@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.hub import BIG, CONFIG_FILES, GRANTED, WEIGHT_SUFFIXES, add_full_repo, weight_files_in_cache
-from workbench.checkpoints import hub
+from workbench.checkpoints import hub, hub_api
 
 def _sha(data: bytes | Path) -> str:
     return hashlib.sha256(data.read_bytes() if isinstance(data, Path) else data).hexdigest()
@@ -28,9 +28,9 @@ def _cli(*args, env_extra=None, **kw):
 
 
 def test_search_and_size_before_download(stand_in):
-    hits = hub.search("acme")
+    hits = hub_api.search("acme")
     assert [h.repo for h in hits] == ["acme/big-target", "acme/tiny-draft"]  # most downloaded first
-    info = hub.remote("acme/big-target")
+    info = hub_api.remote("acme/big-target")
     assert info.size == BIG + len(b'{"model_type": "llama"}')
     assert not stand_in.gets("/cdn/")  # sizes come from metadata, no file was fetched
     done = _cli("pull", "acme/big-target", "--dry-run")
@@ -50,7 +50,7 @@ def test_download_reports_progress_and_lands_in_the_shared_cache(stand_in):
     assert seen[-1][0] == total and len({d for d, _ in seen}) >= 4
     assert all(b >= a for (a, _), (b, _) in zip(seen, seen[1:]))  # never goes backwards
     # huggingface_hub (and so vLLM) finds it in its own cache, no network needed.
-    cached = try_to_load_from_cache("acme/big-target", "model.safetensors", cache_dir=hub.cache_dir())
+    cached = try_to_load_from_cache("acme/big-target", "model.safetensors", cache_dir=hub_api.cache_dir())
     assert cached and Path(cached).resolve() == (folder / "model.safetensors").resolve()
     [row] = hub.cached()
     assert row.repo == "acme/big-target" and row.size == total and row.refs == ("main",) and row.partial == 0
@@ -65,7 +65,7 @@ def test_cancel_from_another_thread_then_resume(stand_in):
     def work():
         try:
             outcome["folder"] = d.run()
-        except hub.HubError as exc:
+        except hub_api.HubError as exc:
             outcome["error"] = exc
 
     t = threading.Thread(target=work)
@@ -127,15 +127,15 @@ def test_resume_after_the_downloading_process_is_killed(stand_in):
 
 
 def test_gated_repo_answers_401_then_403_and_is_explained(stand_in, monkeypatch):
-    with pytest.raises(hub.GatedError) as no_token:
+    with pytest.raises(hub_api.GatedError) as no_token:
         hub.Download("google/gated-assistant").run()
     assert no_token.value.url == f"{stand_in.url}/google/gated-assistant"
     assert "no Hugging Face token is set" in str(no_token.value)
     assert stand_in.requests[-1]["auth"] is False
 
     monkeypatch.setenv("HF_TOKEN", "hf_" + "notgranted" * 3)
-    with pytest.raises(hub.GatedError) as not_granted:
-        hub.remote("google/gated-assistant")
+    with pytest.raises(hub_api.GatedError) as not_granted:
+        hub_api.remote("google/gated-assistant")
     assert "has not been granted access" in str(not_granted.value) and stand_in.requests[-1]["auth"] is True
 
     done = _cli("pull", "google/gated-assistant")
@@ -144,7 +144,7 @@ def test_gated_repo_answers_401_then_403_and_is_explained(stand_in, monkeypatch)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
     monkeypatch.setenv("HF_TOKEN", GRANTED)
-    assert hub.token_present()
+    assert hub_api.token_present()
     folder = hub.Download("google/gated-assistant").run()
     assert (folder / "model.safetensors").is_file()
     # The token goes to the Hub in a header and nowhere else.
@@ -155,7 +155,7 @@ def test_gated_repo_answers_401_then_403_and_is_explained(stand_in, monkeypatch)
 
 def test_free_disk_is_checked_before_any_byte(stand_in, monkeypatch):
     monkeypatch.setattr(hub, "free_bytes", lambda path: 1024 * 1024)
-    with pytest.raises(hub.HubError, match=r"needs 41\.9 MB more in .*only 1\.0 MB is free"):
+    with pytest.raises(hub_api.HubError, match=r"needs 41\.9 MB more in .*only 1\.0 MB is free"):
         hub.Download("acme/big-target").run()
     assert not stand_in.gets("/resolve/") and not stand_in.gets("/cdn/")
 
@@ -166,10 +166,10 @@ def test_offline_mode_uses_the_cache_only(stand_in, monkeypatch):
     before = len(stand_in.requests)
     folder = hub.Download("acme/tiny-draft").run()
     assert (folder / "config.json").is_file() and len(stand_in.requests) == before
-    with pytest.raises(hub.HubError, match="not in the Hugging Face cache"):
+    with pytest.raises(hub_api.HubError, match="not in the Hugging Face cache"):
         hub.Download("acme/big-target").run()
-    with pytest.raises(hub.HubError, match="offline mode is on"):
-        hub.search("acme")
+    with pytest.raises(hub_api.HubError, match="offline mode is on"):
+        hub_api.search("acme")
 
 
 def test_cli_lists_and_deletes_the_cache(stand_in):
@@ -189,8 +189,8 @@ def test_cli_lists_and_deletes_the_cache(stand_in):
 
 def test_config_only_patterns_match_no_weight_file():
     for suffix in WEIGHT_SUFFIXES:
-        assert not any(hub._wanted(f"sub/model-00001{suffix}", [p]) for p in hub.CONFIG_PATTERNS), suffix
-    assert all(hub._wanted(name, hub.CONFIG_PATTERNS) for name in CONFIG_FILES)
+        assert not any(hub_api._wanted(f"sub/model-00001{suffix}", [p]) for p in hub.CONFIG_PATTERNS), suffix
+    assert all(hub_api._wanted(name, hub.CONFIG_PATTERNS) for name in CONFIG_FILES)
 
 
 def test_pull_config_only_fetches_no_weights_and_prints_the_sizes(stand_in):

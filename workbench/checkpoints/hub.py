@@ -1,7 +1,6 @@
 """Checkpoints from the Hugging Face Hub in the shared cache (the one vLLM reads): downloads into it
 with progress, cancel and resume, its contents and their deletion. Asking the Hub itself (search,
-sizes, gated repos, its failures as one line) is workbench.checkpoints.hub_api; its names are
-importable from here too, so `hub` stays the one name callers need."""
+sizes, gated repos, its failures as one line) is workbench.checkpoints.hub_api."""
 
 from __future__ import annotations
 
@@ -18,14 +17,8 @@ from huggingface_hub import constants, scan_cache_dir, snapshot_download
 from huggingface_hub.file_download import get_hf_file_metadata, hf_hub_url, http_get, repo_folder_name
 from huggingface_hub.utils import WeakFileLock, build_hf_headers
 
-# Asking the Hub lives in hub_api; its names are re-exported (the `as` form) so callers and tests
-# keep reaching them as hub.<name>.
-from workbench.checkpoints.hub_api import (REPO_ID as REPO_ID, GatedError as GatedError, HubError as HubError,
-                                           RemoteFile as RemoteFile, RemoteRepo as RemoteRepo, SearchHit as SearchHit,
-                                           Unreachable as Unreachable, _wanted as _wanted, cache_dir as cache_dir,
-                                           check_repo_id as check_repo_id, endpoint as endpoint, explain as explain,
-                                           model_page as model_page, offline as offline, remote as remote,
-                                           search as search, token_present as token_present)
+from workbench.checkpoints.hub_api import (HubError, RemoteFile, cache_dir, check_repo_id, endpoint, explain, offline,
+                                           remote)
 
 Progress = Callable[[int, int, str], None]  # bytes done, bytes in all, file being fetched
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
