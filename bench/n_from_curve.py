@@ -73,16 +73,17 @@ def main() -> int:
         del argv[i:i + 2]
     # Several files: rows of several GPUs (one file each), each cell over its own file's baseline,
     # the N_max curve from all of them unless --curve-from names it.
-    files = [json.loads(Path(f).read_text()) for f in (argv or [str(KEPT)])]
-    every = [r for rows in files for r in rows]
-    cells = [x for rows in files for x in predict(rows, curve_rows or every)]
-    print("| N | c | curve | MAL predicted | MAL measured | tok/s predicted | tok/s measured | error | "
+    paths = [Path(f) for f in (argv or [str(KEPT)])]
+    files = {p.stem.rsplit("-", 1)[-1]: json.loads(p.read_text()) for p in paths}  # by GPU, as the files are named
+    every = [r for rows in files.values() for r in rows]
+    cells = [dict(x, gpu=gpu) for gpu, rows in files.items() for x in predict(rows, curve_rows or every)]
+    print("| GPU | N | c | curve | MAL predicted | MAL measured | tok/s predicted | tok/s measured | error | "
           "speedup predicted | speedup measured |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for x in cells:
         sp = "-" if x["predicted_speedup"] is None else f"{x['predicted_speedup']:.2f}"
         sm = "-" if x["measured_speedup"] is None else f"{x['measured_speedup']:.2f}"
-        print(f"| {x['n']} | {x['concurrency']} | {x['kind']} | {x['predicted_mal']:.3f} | {x['measured_mal']:.3f} | "
+        print(f"| {x['gpu']} | {x['n']} | {x['concurrency']} | {x['kind']} | {x['predicted_mal']:.3f} | {x['measured_mal']:.3f} | "
               f"{x['predicted_tok_s']:,.0f} | {x['measured_tok_s']:,.0f} | {x['error']:+.1%} | {sp} | {sm} |")
     pred, meas = best(cells, "predicted"), best(cells, "measured")
     print("\n| c | best N predicted | best N measured |\n| --- | --- | --- |")
