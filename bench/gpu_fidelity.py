@@ -39,8 +39,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 from collections import Counter
+from dataclasses import replace
 import subprocess
 import sys
 import tempfile
@@ -55,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from workbench import launch, load, plan, store  # noqa: E402
 from workbench.checkpoints import shapes  # noqa: E402
-from workbench.host import engine  # noqa: E402
+from workbench.host import engine, process  # noqa: E402
 from workbench.metrics import steady_state  # noqa: E402
 from workbench.load import workloads  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
@@ -224,22 +226,37 @@ def paired_ratio(ours: list[float], theirs: list[float]) -> float:
 def measure_config(install, bench: VllmBench, args, label: str, method: str | None, n: int | None, out: Path,
                    deadline: float, save=lambda rows: None) -> list[dict]:
     options = {"prompt_lookup_min": 2, "prompt_lookup_max": 4} if method == "ngram" else {}
-    extra = ("--gpu-memory-utilization", "0.5", "--max-num-seqs", str(max(args.concurrency)), "--seed", "0")
+    seqs = args.max_num_seqs or max(args.concurrency)
+    extra = ("--gpu-memory-utilization", "0.5", "--max-num-seqs", str(seqs), "--seed", "0")
     if args.dummy:
         # A shape: config files and a generated tokenizer, no weights.
         extra += ("--load-format", "dummy")
     config = plan.Server(args.target, "smol", method or "baseline", n, None, tuple(sorted(options.items())),
                          args.max_model_len, "bfloat16", extra, (), False, method is not None)
-    srv = launch.LocalServer(launch.prepare(config, install, launch.free_port(), args.platform))
-    t0 = time.time()
-    pin(args.server_cpus)
-    srv.start()
+    srv, base, key, t0 = None, None, None, time.time()
+    kept = attach(args.server_file, label)
+    if kept:
+        base, key = kept["base_url"], kept["api_key"]
+        print(f"[{label}] attached to the server kept by an earlier command ({base})", flush=True)
+    else:
+        stop_kept(args.server_file)
+        srv = launch.LocalServer(launch.prepare(config, install, launch.free_port(), args.platform))
+        # Its output goes to a file, not a pipe to this process: a kept server outlives it.
+        log = out / f"server-{label}.log"
+        srv.spec = replace(srv.spec, argv=["sh", "-c", 'exec "$@" >>"$0" 2>&1', str(log), *srv.spec.argv])
+        pin(args.server_cpus)
+        srv.start()
     pin(args.client_cpus)
-    rows = []
+    rows: list[dict] = []
+    keep = False
     try:
-        srv.wait_healthy(900)
-        print(f"[{label}] server ready in {time.time() - t0:.0f} s", flush=True)
-        base, key = srv.spec.base_url, srv.api_key
+        if srv is not None:
+            try:
+                srv.wait_healthy(900)
+            except launch.LaunchError as e:
+                raise SystemExit(f"[{label}] {e}\n" + "\n".join(log.read_text().splitlines()[-40:])) from None
+            print(f"[{label}] server ready in {time.time() - t0:.0f} s", flush=True)
+            base, key = srv.spec.base_url, srv.api_key
         scrape_ms = scrape_cost_ms(base)
         print(f"[{label}] one /metrics scrape: {scrape_ms:.1f} ms (idle server)", flush=True)
         os.environ["DRAFTBENCH_FIDELITY_KEY"] = key
@@ -255,10 +272,14 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
             # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
             asyncio.run(load.generate(base, key, "smol", prompts, load.Sampling(32, 0.0), c))
             ours, theirs = [], []
+            round_s = 0.0
             for k in range(args.rounds):
-                if time.time() > deadline:
+                # A round starts only if it can end before the deadline, judged by the last one: a
+                # command cut off mid-round loses that round.
+                if time.time() + round_s > deadline:
                     print(f"[{label}] time budget reached at c={c}, round {k}", flush=True)
                     break
+                r0 = time.time()
                 sides = ("draftbench", "vllm") if k % 2 == 0 else ("vllm", "draftbench")
                 for side in sides:
                     if side == "draftbench":
@@ -270,92 +291,142 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                     else:
                         theirs.append(bench.run(base, key, args.target, prompts, args.max_tokens, c,
                                                 args.ignore_eos))
+                round_s = time.time() - r0
+                # After every round: a command cut short keeps the rounds it finished.
+                save(rows + [summarize(args, label, c, count, scrape_ms, ours, theirs)])
             if not ours or not theirs:
                 break
-            a = [r["output_tok_s"] for r in ours]
-            b = [r["output_throughput"] for r in theirs]
-            their_steadies = [their_steady(t, c) for t in theirs]
-            sa = [r.get("steady_tok_s") for r in ours]
-            sb = [x["steady_tok_s"] for x in their_steadies]
-            steady_ok = all(sa) and all(sb)
-            cpu = [r.get("client_cpu_s") / r["output_tokens"] * 1e4 for r in ours if r.get("client_cpu_s")]
-            ours_cores = [r["client_cpu_s"] / r["window_s"] for r in ours
-                          if r.get("client_cpu_s") and r.get("window_s")]
-            w = [t.get("_worker", {}) for t in theirs]
-            their_cpu = [x.get("cpu_s") for x in w]
-            their_cores = [x["cpu_s"] / t["duration"] for x, t in zip(w, theirs)
-                           if x.get("cpu_s") is not None and t.get("duration")]
-            their_bench_cores = [x["bench_cpu_s"] / t["duration"] for x, t in zip(w, theirs)
-                                 if x.get("bench_cpu_s") is not None and t.get("duration")]
-            their_per_10k = [x["cpu_s"] / t["total_output_tokens"] * 1e4 for x, t in zip(w, theirs)
-                             if x.get("cpu_s") is not None and t.get("total_output_tokens")]
-            cores_bound = cpu_bound_cores(statistics.median(a))
-            row = {
-                "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
-                "target": args.label, "ignore_eos": args.ignore_eos,
-                "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
-                "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
-                "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
-                "steady_ratio": paired_ratio(sa, sb) if steady_ok else None,
-                "draftbench_steady_tok_s": statistics.median(sa) if steady_ok else None,
-                "vllm_bench_steady_tok_s": statistics.median(sb) if steady_ok else None,
-                "draftbench_steady_spread": spread(sa) if steady_ok else None,
-                "vllm_bench_steady_spread": spread(sb) if steady_ok else None,
-                "draftbench_rounds_steady_tok_s": sa, "vllm_bench_rounds_steady_tok_s": sb,
-                "draftbench_steady_s": [r.get("steady_s") for r in ours],
-                "vllm_bench_steady_s": [x["steady_s"] for x in their_steadies],
-                "client_cores_bound": cores_bound,
-                "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
-                "draftbench_client_cpu_s": [r.get("client_cpu_s") for r in ours],
-                "draftbench_window_s": [r.get("window_s") for r in ours],
-                "draftbench_client_processes": [r.get("client_processes") for r in ours],
-                "draftbench_cores": statistics.median(ours_cores) if ours_cores else None,
-                "draftbench_rounds_cores": ours_cores,
-                "vllm_bench_cpu_s": their_cpu,
-                "vllm_bench_children_cpu_s": [x.get("children_cpu_s") for x in w],
-                "vllm_bench_wall_s": [x.get("wall_s") for x in w],
-                "vllm_bench_benchmark_cpu_s": [x.get("bench_cpu_s") for x in w],
-                "vllm_bench_benchmark_wall_s": [x.get("bench_wall_s") for x in w],
-                "vllm_bench_peak_cores": [x.get("bench_peak_cores") for x in w],
-                "vllm_bench_duration_s": [t.get("duration") for t in theirs],
-                "vllm_bench_cpu_per_10k_tok": statistics.median(their_per_10k) if their_per_10k else None,
-                "vllm_bench_cores": statistics.median(their_cores) if their_cores else None,
-                "vllm_bench_rounds_cores": their_cores,
-                "vllm_bench_benchmark_cores": statistics.median(their_bench_cores) if their_bench_cores else None,
-                "rounds": len(a), "scrape_ms": scrape_ms, "scrape_interval_s": args.scrape_interval,
-                "server_cpus": sorted(args.server_cpus or ()), "client_cpus": sorted(args.client_cpus or ()),
-                "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
-                "draftbench_mal": [r["mal"] for r in ours],
-                "vllm_bench_mal": [t.get("spec_decode_acceptance_length") for t in theirs],
-                "draftbench_per_position": [json.loads(r["per_position"] or "null") for r in ours],
-                "vllm_bench_per_position": [t.get("spec_decode_per_position_acceptance_rates") for t in theirs],
-                "draftbench_output_tokens": [r["output_tokens"] for r in ours],
-                "vllm_bench_output_tokens": [t["total_output_tokens"] for t in theirs],
-                # Answers of the same length on both sides, per round (as multisets: vllm bench
-                # shuffles a custom dataset, so its order is not the prompts').
-                "same_length_answers": [sum((Counter(o["output_lens"]) & Counter(t.get("output_lens") or [])).values())
-                                        for o, t in zip(ours, theirs)],
-            }
-            row["client_cores_within_bound"] = (row["draftbench_cores"] is not None
-                                                and row["draftbench_cores"] <= cores_bound)
+            row = summarize(args, label, c, count, scrape_ms, ours, theirs)
             rows.append(row)
             save(rows)
-            if steady_ok:
-                print(f"[{label}] c={c:<4} steady: draftbench {row['draftbench_steady_tok_s']:>9,.0f} tok/s "
-                      f"(spread {row['draftbench_steady_spread']:.1%}, {_f(row['draftbench_steady_s'])} s)  "
-                      f"vllm bench {row['vllm_bench_steady_tok_s']:>9,.0f} (spread "
-                      f"{row['vllm_bench_steady_spread']:.1%})  ratio {row['steady_ratio']:.3f}", flush=True)
-            print(f"[{label}] c={c:<4} draftbench {row['draftbench_tok_s']:>9,.0f} tok/s (spread "
-                  f"{row['draftbench_spread']:.1%})  vllm bench {row['vllm_bench_tok_s']:>9,.0f} (spread "
-                  f"{row['vllm_bench_spread']:.1%})  ratio {row['ratio']:.3f}  client CPU/10k tok/s "
-                  f"{row['client_cpu_per_10k_tok_s'] or float('nan'):.3f}  rounds {len(a)}", flush=True)
-            print(f"[{label}] c={c:<4} cores: draftbench {_f(row['draftbench_cores'])} ({_f(ours_cores)})  "
-                  f"vllm bench {_f(row['vllm_bench_cores'])} ({_f(their_cores)}), within benchmark() "
-                  f"{_f(row['vllm_bench_benchmark_cores'])}, busiest second {_f(row['vllm_bench_peak_cores'])}; "
-                  f"vllm bench CPU-s per 10k tokens {_f(row['vllm_bench_cpu_per_10k_tok'])}", flush=True)
+            report(label, c, row)
+        keep = args.keep_server
     finally:
-        srv.stop()
+        if keep:
+            pgid = srv.pgid if srv is not None else kept["pgid"]
+            Path(args.server_file).write_text(json.dumps({"label": label, "base_url": base, "api_key": key,
+                                                          "pgid": pgid}))
+            print(f"[{label}] server kept running (process group {pgid}) for the next command", flush=True)
+        elif srv is not None:
+            srv.stop()
+        else:
+            stop_kept(args.server_file)
     return rows
+
+
+def attach(server_file: str | None, label: str) -> dict | None:
+    """The server an earlier command kept for this configuration, if it still answers."""
+    if not server_file or not Path(server_file).exists():
+        return None
+    kept = json.loads(Path(server_file).read_text())
+    if kept.get("label") != label:
+        return None
+    try:
+        healthy = httpx.get(kept["base_url"] + "/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        healthy = False
+    return kept if healthy else None
+
+
+def stop_kept(server_file: str | None, grace_s: float = 30.0) -> None:
+    """Ends the server an earlier command kept: it holds the GPU memory a new one needs."""
+    if not server_file or not Path(server_file).exists():
+        return
+    pgid = json.loads(Path(server_file).read_text())["pgid"]
+    process.signal_group(pgid, signal.SIGTERM)
+    end = time.time() + grace_s
+    while time.time() < end and process.signal_group(pgid, 0):
+        time.sleep(0.5)
+    process.signal_group(pgid, signal.SIGKILL)
+    Path(server_file).unlink()
+
+
+def summarize(args, label: str, c: int, count: int, scrape_ms: float, ours: list[dict], theirs: list[dict]) -> dict:
+    """One fidelity row: both sides' rounds at one concurrency."""
+    a = [r["output_tok_s"] for r in ours]
+    b = [r["output_throughput"] for r in theirs]
+    their_steadies = [their_steady(t, c) for t in theirs]
+    sa = [r.get("steady_tok_s") for r in ours]
+    sb = [x["steady_tok_s"] for x in their_steadies]
+    steady_ok = all(sa) and all(sb)
+    cpu = [r.get("client_cpu_s") / r["output_tokens"] * 1e4 for r in ours if r.get("client_cpu_s")]
+    ours_cores = [r["client_cpu_s"] / r["window_s"] for r in ours
+                  if r.get("client_cpu_s") and r.get("window_s")]
+    w = [t.get("_worker", {}) for t in theirs]
+    their_cpu = [x.get("cpu_s") for x in w]
+    their_cores = [x["cpu_s"] / t["duration"] for x, t in zip(w, theirs)
+                   if x.get("cpu_s") is not None and t.get("duration")]
+    their_bench_cores = [x["bench_cpu_s"] / t["duration"] for x, t in zip(w, theirs)
+                         if x.get("bench_cpu_s") is not None and t.get("duration")]
+    their_per_10k = [x["cpu_s"] / t["total_output_tokens"] * 1e4 for x, t in zip(w, theirs)
+                     if x.get("cpu_s") is not None and t.get("total_output_tokens")]
+    cores_bound = cpu_bound_cores(statistics.median(a))
+    row = {
+        "method": label, "concurrency": c, "prompts": count, "max_tokens": args.max_tokens,
+        "target": args.label, "ignore_eos": args.ignore_eos,
+        "draftbench_tok_s": statistics.median(a), "vllm_bench_tok_s": statistics.median(b),
+        "ratio": paired_ratio(a, b), "ratio_of_medians": statistics.median(a) / statistics.median(b),
+        "draftbench_spread": spread(a), "vllm_bench_spread": spread(b),
+        "steady_ratio": paired_ratio(sa, sb) if steady_ok else None,
+        "draftbench_steady_tok_s": statistics.median(sa) if steady_ok else None,
+        "vllm_bench_steady_tok_s": statistics.median(sb) if steady_ok else None,
+        "draftbench_steady_spread": spread(sa) if steady_ok else None,
+        "vllm_bench_steady_spread": spread(sb) if steady_ok else None,
+        "draftbench_rounds_steady_tok_s": sa, "vllm_bench_rounds_steady_tok_s": sb,
+        "draftbench_steady_s": [r.get("steady_s") for r in ours],
+        "vllm_bench_steady_s": [x["steady_s"] for x in their_steadies],
+        "client_cores_bound": cores_bound,
+        "client_cpu_per_10k_tok_s": statistics.median(cpu) if cpu else None,
+        "draftbench_client_cpu_s": [r.get("client_cpu_s") for r in ours],
+        "draftbench_window_s": [r.get("window_s") for r in ours],
+        "draftbench_client_processes": [r.get("client_processes") for r in ours],
+        "draftbench_cores": statistics.median(ours_cores) if ours_cores else None,
+        "draftbench_rounds_cores": ours_cores,
+        "vllm_bench_cpu_s": their_cpu,
+        "vllm_bench_children_cpu_s": [x.get("children_cpu_s") for x in w],
+        "vllm_bench_wall_s": [x.get("wall_s") for x in w],
+        "vllm_bench_benchmark_cpu_s": [x.get("bench_cpu_s") for x in w],
+        "vllm_bench_benchmark_wall_s": [x.get("bench_wall_s") for x in w],
+        "vllm_bench_peak_cores": [x.get("bench_peak_cores") for x in w],
+        "vllm_bench_duration_s": [t.get("duration") for t in theirs],
+        "vllm_bench_cpu_per_10k_tok": statistics.median(their_per_10k) if their_per_10k else None,
+        "vllm_bench_cores": statistics.median(their_cores) if their_cores else None,
+        "vllm_bench_rounds_cores": their_cores,
+        "vllm_bench_benchmark_cores": statistics.median(their_bench_cores) if their_bench_cores else None,
+        "rounds": len(a), "scrape_ms": scrape_ms, "scrape_interval_s": args.scrape_interval,
+        "server_cpus": sorted(args.server_cpus or ()), "client_cpus": sorted(args.client_cpus or ()),
+        "draftbench_rounds_tok_s": a, "vllm_bench_rounds_tok_s": b,
+        "draftbench_mal": [r["mal"] for r in ours],
+        "vllm_bench_mal": [t.get("spec_decode_acceptance_length") for t in theirs],
+        "draftbench_per_position": [json.loads(r["per_position"] or "null") for r in ours],
+        "vllm_bench_per_position": [t.get("spec_decode_per_position_acceptance_rates") for t in theirs],
+        "draftbench_output_tokens": [r["output_tokens"] for r in ours],
+        "vllm_bench_output_tokens": [t["total_output_tokens"] for t in theirs],
+        # Answers of the same length on both sides, per round (as multisets: vllm bench
+        # shuffles a custom dataset, so its order is not the prompts').
+        "same_length_answers": [sum((Counter(o["output_lens"]) & Counter(t.get("output_lens") or [])).values())
+                                for o, t in zip(ours, theirs)],
+    }
+    row["client_cores_within_bound"] = (row["draftbench_cores"] is not None
+                                        and row["draftbench_cores"] <= cores_bound)
+    return row
+
+
+def report(label: str, c: int, row: dict) -> None:
+    """The row on the terminal as it is measured."""
+    if row["steady_ratio"] is not None:
+        print(f"[{label}] c={c:<4} steady: draftbench {row['draftbench_steady_tok_s']:>9,.0f} tok/s "
+              f"(spread {row['draftbench_steady_spread']:.1%}, {_f(row['draftbench_steady_s'])} s)  "
+              f"vllm bench {row['vllm_bench_steady_tok_s']:>9,.0f} (spread "
+              f"{row['vllm_bench_steady_spread']:.1%})  ratio {row['steady_ratio']:.3f}", flush=True)
+    print(f"[{label}] c={c:<4} draftbench {row['draftbench_tok_s']:>9,.0f} tok/s (spread "
+          f"{row['draftbench_spread']:.1%})  vllm bench {row['vllm_bench_tok_s']:>9,.0f} (spread "
+          f"{row['vllm_bench_spread']:.1%})  ratio {row['ratio']:.3f}  client CPU/10k tok/s "
+          f"{row['client_cpu_per_10k_tok_s'] or float('nan'):.3f}  rounds {row['rounds']}", flush=True)
+    print(f"[{label}] c={c:<4} cores: draftbench {_f(row['draftbench_cores'])} ({_f(row['draftbench_rounds_cores'])})  "
+          f"vllm bench {_f(row['vllm_bench_cores'])} ({_f(row['vllm_bench_rounds_cores'])}), within benchmark() "
+          f"{_f(row['vllm_bench_benchmark_cores'])}, busiest second {_f(row['vllm_bench_peak_cores'])}; "
+          f"vllm bench CPU-s per 10k tokens {_f(row['vllm_bench_cpu_per_10k_tok'])}", flush=True)
 
 
 def main() -> int:
@@ -380,6 +451,12 @@ def main() -> int:
     ap.add_argument("--client-cpus", type=cpus, help="cores for both clients and the runner, e.g. 8-15")
     ap.add_argument("--scrape-interval", type=float, default=runner.SCRAPE_INTERVAL_S,
                     help="the runner's /metrics scrape interval during a window (s)")
+    ap.add_argument("--max-num-seqs", type=int, help="the server's --max-num-seqs (default: the largest concurrency)")
+    ap.add_argument("--server-file", help="where a kept server is recorded: a later command with the same "
+                    "config attaches to it instead of starting one (and starts one, ending the kept one, "
+                    "when the config differs)")
+    ap.add_argument("--keep-server", action="store_true",
+                    help="leave the last config's server running for the next command (needs --server-file)")
     ap.add_argument("--out", required=not smoke)
     ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
