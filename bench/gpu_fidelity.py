@@ -30,7 +30,10 @@ larger of 0.05 and 0.3 per 10k).
 
 usage (on a GPU host, vLLM importable): python bench/gpu_fidelity.py [--shape llama-3.1-8b | --target DIR] \
     --config baseline [--config ngram:2] [--concurrency 1 16 64 128 256] [--rounds 5] [--max-tokens 256] \
-    [--prompts 1:8 256:768] --out DIR
+    [--prompts 1:8 256:768] [--max-num-seqs 256] [--server-file F [--keep-server]] --out DIR
+With --keep-server the last configuration's server stays up (its log in OUT/server-LABEL.log) and
+--server-file records it; the next command given the same file and configuration measures on it
+instead of starting another, so one server's concurrencies can span commands of bounded length.
 """
 
 from __future__ import annotations
