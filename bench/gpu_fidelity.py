@@ -338,7 +338,8 @@ def stop_kept(server_file: str | None, grace_s: float = 30.0) -> None:
     pgid = json.loads(Path(server_file).read_text())["pgid"]
     process.signal_group(pgid, signal.SIGTERM)
     end = time.time() + grace_s
-    while time.time() < end and process.signal_group(pgid, 0):
+    # The leader is the API server; its engine processes, in the same group, get the SIGKILL below.
+    while time.time() < end and process.alive(pgid):
         time.sleep(0.5)
     process.signal_group(pgid, signal.SIGKILL)
     Path(server_file).unlink()
@@ -465,6 +466,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.smoke:
         return smoke_run(args)
+    if args.keep_server and not args.server_file:
+        ap.error("--keep-server needs --server-file: the next command finds the kept server through it")
     args.prompts = prompt_counts(args.prompts)
     args.dummy = not args.target
     if args.dummy:
