@@ -237,7 +237,10 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
     config = plan.Server(args.target, "smol", method or "baseline", n, None, tuple(sorted(options.items())),
                          args.max_model_len, "bfloat16", extra, (), False, method is not None)
     srv, base, key, t0 = None, None, None, time.time()
-    kept = attach(args.server_file, label)
+    # What a kept server must match to be measured again: the whole server configuration (its
+    # --max-num-seqs caps the concurrency a later command can reach), not only the label.
+    ident = repr(config)
+    kept = attach(args.server_file, label, ident)
     if kept:
         base, key = kept["base_url"], kept["api_key"]
         print(f"[{label}] attached to the server kept by an earlier command ({base})", flush=True)
@@ -251,7 +254,6 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
         srv.start()
     pin(args.client_cpus)
     rows: list[dict] = []
-    keep = False
     try:
         if srv is not None:
             try:
@@ -260,6 +262,10 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                 raise SystemExit(f"[{label}] {e}\n" + "\n".join(log.read_text().splitlines()[-40:])) from None
             print(f"[{label}] server ready in {time.time() - t0:.0f} s", flush=True)
             base, key = srv.spec.base_url, srv.api_key
+            if args.keep_server:
+                # Recorded at once: a command killed from outside never reaches its `finally`, and
+                # the next one should still find the server it paid to start.
+                record(args.server_file, label, ident, base, key, srv.pgid)
         scrape_ms = scrape_cost_ms(base)
         print(f"[{label}] one /metrics scrape: {scrape_ms:.1f} ms (idle server)", flush=True)
         os.environ["DRAFTBENCH_FIDELITY_KEY"] = key
@@ -272,6 +278,9 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
             # The prompts the runner sends: it samples repeat k of a run with seed k, and a plan's
             # repeats count from 1 (with seed 0, the two sides sent different prompts).
             prompts = workloads.sample(workloads.load("builtin"), count, seed=1)
+            if time.time() > deadline:
+                print(f"[{label}] time budget reached before c={c}", flush=True)
+                break
             # The untimed pass: every prompt's prefix cached, the batch sizes of this concurrency used.
             asyncio.run(load.generate(base, key, "smol", prompts, load.Sampling(32, 0.0), c))
             ours, theirs = [], []
@@ -296,39 +305,57 @@ def measure_config(install, bench: VllmBench, args, label: str, method: str | No
                                                 args.ignore_eos))
                 round_s = time.time() - r0
                 # After every round: a command cut short keeps the rounds it finished.
-                save(rows + [summarize(args, label, c, count, scrape_ms, ours, theirs)])
+                save(rows + [{**summarize(args, label, c, count, scrape_ms, ours, theirs), "partial": True}])
             if not ours or not theirs:
                 break
             row = summarize(args, label, c, count, scrape_ms, ours, theirs)
             rows.append(row)
             save(rows)
             report(label, c, row)
-        keep = args.keep_server
     finally:
-        if keep:
+        # A kept server stays while it answers, also after a client's error: the next command can
+        # go on with it. Any other is ended here.
+        if args.keep_server and base and answers(base):
             pgid = srv.pgid if srv is not None else kept["pgid"]
-            Path(args.server_file).write_text(json.dumps({"label": label, "base_url": base, "api_key": key,
-                                                          "pgid": pgid}))
+            record(args.server_file, label, ident, base, key, pgid)
             print(f"[{label}] server kept running (process group {pgid}) for the next command", flush=True)
         elif srv is not None:
             srv.stop()
+            if args.server_file:
+                Path(args.server_file).unlink(missing_ok=True)
         else:
             stop_kept(args.server_file)
     return rows
 
 
-def attach(server_file: str | None, label: str) -> dict | None:
-    """The server an earlier command kept for this configuration, if it still answers."""
+def answers(base: str) -> bool:
+    try:
+        return httpx.get(base + "/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def record(server_file: str, label: str, ident: str, base: str, key: str, pgid: int | None) -> None:
+    """The kept server, for the next command: replaced whole, never left half written."""
+    write_atomic(Path(server_file), json.dumps({"label": label, "config": ident, "base_url": base,
+                                                "api_key": key, "pgid": pgid}))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    # A command killed mid-write must not leave a truncated file that the next one cannot read.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def attach(server_file: str | None, label: str, ident: str) -> dict | None:
+    """The server an earlier command kept for this very configuration, if it still answers."""
     if not server_file or not Path(server_file).exists():
         return None
     kept = json.loads(Path(server_file).read_text())
-    if kept.get("label") != label:
+    if kept.get("label") != label or kept.get("config") != ident:
         return None
-    try:
-        healthy = httpx.get(kept["base_url"] + "/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        healthy = False
-    return kept if healthy else None
+    return kept if answers(kept["base_url"]) else None
 
 
 def stop_kept(server_file: str | None, grace_s: float = 30.0) -> None:
@@ -489,11 +516,14 @@ def main() -> int:
         before = results
 
         def save(rows, before=before, label=label):
-            # After every concurrency: a command cut short keeps what it measured.
+            # After every round: a command cut short keeps what it measured. A partial row (a
+            # concurrency in progress) never replaces a finished one measured earlier.
             nonlocal results
+            finished = {r["concurrency"] for r in before if r["method"] == label and not r.get("partial")}
+            rows = [x for x in rows if not (x.get("partial") and x["concurrency"] in finished)]
             results = [r for r in before if r["method"] != label or r["concurrency"] not in
                        {x["concurrency"] for x in rows}] + rows
-            results_file.write_text(json.dumps(results, indent=1))
+            write_atomic(results_file, json.dumps(results, indent=1))
 
         measure_config(install, bench, args, label, None if method == "baseline" else method,
                        int(n) if n else None, out, deadline, save)
