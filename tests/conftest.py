@@ -281,7 +281,7 @@ def draft_server(demo_models, real_vllm):
 def sweep_db(demo_models, real_vllm, tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep") / "results.sqlite"
     events = []
-    p = plan.loads(demo_plan("integration", methods=[NGRAM, DRAFT], target={"dtype": "bfloat16"},
+    p = plan.loads(demo_plan("integration", methods=[NGRAM, DRAFT],
                              server={"health_timeout_s": 300}))
     summary = runner.Runner(p, str(path), real_vllm, emit=events.append).run()
     return path, summary, events

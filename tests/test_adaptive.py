@@ -28,7 +28,7 @@ from workbench.sweep.runner import Runner
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
 
 NGRAM_PLAN = demo_plan(
-    "ngram-adaptive", target={"dtype": "bfloat16"}, methods=[{**NGRAM, "n": [1, 2, 3, 4, 5]}],
+    "ngram-adaptive", methods=[{**NGRAM, "n": [1, 2, 3, 4, 5]}],
     workload={"num_prompts": 3, "max_tokens": 32, "concurrency": [1], "repeats": 3},
     sweep={"mode": "adaptive"}, server={"health_timeout_s": 600})
 

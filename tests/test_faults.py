@@ -38,7 +38,7 @@ CHILD_TABLES = ("samples", "positions", "requests", "logs")
 
 
 def fault_plan(name: str = "faults", methods=({**NGRAM, "n": [2, 3]},), **workload) -> str:
-    return demo_plan(name, target={"dtype": "bfloat16"}, methods=methods, server={"health_timeout_s": 300},
+    return demo_plan(name, methods=methods, server={"health_timeout_s": 300},
                      workload={"num_prompts": 4, "max_tokens": 48, "concurrency": [1, 2], **workload})
 
 

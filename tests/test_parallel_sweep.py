@@ -174,7 +174,7 @@ def test_a_sigkilled_parallel_runner_resumes_only_the_unfinished_runs(demo_model
     assert all(r["lossless_compared"] for label, r in after.items() if label.startswith("ngram"))
 
 
-TINY = demo_plan("parallel-real", target={"dtype": "bfloat16"}, methods=[NGRAM], server={"health_timeout_s": 600},
+TINY = demo_plan("parallel-real", methods=[NGRAM], server={"health_timeout_s": 600},
                  workload={"num_prompts": 2, "max_tokens": 8})
 
 

@@ -94,7 +94,7 @@ def test_quoting_keeps_shell_words_inert(sshd, tmp_path):
     assert not (Path.home() / "PWNED").exists() and not (Path.home() / "PWNED2").exists()
 
 
-TINY_PLAN = demo_plan("remote-stream", target={"dtype": "bfloat16"}, methods=[{"method": "baseline"}, NGRAM],
+TINY_PLAN = demo_plan("remote-stream", methods=[{"method": "baseline"}, NGRAM],
                       workload={"num_prompts": 4, "max_tokens": 32, "warmup": 0, "concurrency": [1]},
                       server={"health_timeout_s": 600})
 

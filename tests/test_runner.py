@@ -133,7 +133,7 @@ def resumed(demo_models, tmp_path_factory):
     the end. Its two launches serve both the resume test and the token test below."""
     folder = tmp_path_factory.mktemp("resume")
     plan_file = folder / "plan.toml"
-    plan_file.write_text(demo_plan("resume", methods=[{"method": "ngram", "n": 2}], target={"dtype": "bfloat16"},
+    plan_file.write_text(demo_plan("resume", methods=[{"method": "ngram", "n": 2}],
                                    server={"health_timeout_s": 300}))
     db_path, events, log = folder / "results.sqlite", folder / "events.jsonl", folder / "runner.log"
     env = {**os.environ, "HF_TOKEN": TOKEN, "HUGGING_FACE_HUB_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}

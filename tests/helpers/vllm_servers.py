@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from workbench import launch, plan
-from workbench.host import engine, process
+from workbench.host import cpu, engine, process
 
 
 def server_config(target: str, method: str = "baseline", n=None, draft=None, options=()) -> plan.Server:
     return plan.Server(target=target, served_name="smollm2", method=method, n=n, draft=draft,
-                       options=tuple(options), max_model_len=2048, dtype="bfloat16", extra_args=(),
+                       options=tuple(options), max_model_len=2048, dtype=cpu.demo_dtype(), extra_args=(),
                        env=(), enforce_eager=True, per_request_metrics=method != "baseline")
 
 
