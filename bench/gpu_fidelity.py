@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-from workbench import launch, load, plan, store  # noqa: E402
+from workbench import launch, load, paths, plan, store  # noqa: E402
 from workbench.checkpoints import shapes  # noqa: E402
 from workbench.host import engine, process  # noqa: E402
 from workbench.metrics import steady_state  # noqa: E402
@@ -337,15 +337,8 @@ def answers(base: str) -> bool:
 
 def record(server_file: str, label: str, ident: str, base: str, key: str, pgid: int | None) -> None:
     """The kept server, for the next command: replaced whole, never left half written."""
-    write_atomic(Path(server_file), json.dumps({"label": label, "config": ident, "base_url": base,
+    paths.write_atomic(Path(server_file), json.dumps({"label": label, "config": ident, "base_url": base,
                                                 "api_key": key, "pgid": pgid}))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    # A command killed mid-write must not leave a truncated file that the next one cannot read.
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def attach(server_file: str | None, label: str, ident: str) -> dict | None:
@@ -523,7 +516,8 @@ def main() -> int:
             rows = [x for x in rows if not (x.get("partial") and x["concurrency"] in finished)]
             results = [r for r in before if r["method"] != label or r["concurrency"] not in
                        {x["concurrency"] for x in rows}] + rows
-            write_atomic(results_file, json.dumps(results, indent=1))
+            # Atomic: a command killed mid-write leaves the last whole file, not a truncated one.
+            paths.write_atomic(results_file, json.dumps(results, indent=1))
 
         measure_config(install, bench, args, label, None if method == "baseline" else method,
                        int(n) if n else None, out, deadline, save)
