@@ -256,9 +256,9 @@ def first_run(app: QApplication, shots: bool = True) -> None:
     wait(app, lambda: "starting server" in live.title.text(), 120)
     settle(app)
     w.grab().save(str(out / "screenshot-live-first-run.png"))
-    # The draft model's windows are the longest of the quick demo (about 8 s): shots taken during
-    # one show its data, drawn once a second during the window.
-    wait(app, lambda: live.feed is not None and "draft_model" in live.title.text() and len(live.positions) >= 1
+    # The n-gram windows are the quick demo's speculative ones (about 10 s on 2 cores): shots taken
+    # during one show its per-position acceptance, drawn once a second during the window.
+    wait(app, lambda: live.feed is not None and "ngram" in live.title.text() and len(live.positions) >= 1
          and live.samples.n >= 3 and live.requests.n >= 2, 900)
     settle(app, 1.2)
     w.grab().save(str(out / "screenshot-live.png"))

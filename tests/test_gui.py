@@ -21,8 +21,8 @@ def test_main_window_opens_with_the_demo_plan(window, qtbot):
     page = window.experiment
     # The quick demo: the baseline and two methods at one N each, at one concurrency.
     assert page.name.text() == "demo-quick" and page.target.text() == "demo:smollm2-135m"
-    assert [r.method.currentData() for r in page.rows] == ["ngram", "draft_model"]
-    assert [r.n.text() for r in page.rows] == ["3", "3"] and page.concurrency.text() == "4"
+    assert [r.method.currentData() for r in page.rows] == ["ngram"]
+    assert [r.n.text() for r in page.rows] == ["3"] and page.concurrency.text() == "4"
     commands = page.commands.toPlainText()
     assert commands.startswith("vllm serve ") and '"method":"ngram"' in commands
     assert page.run_button.isEnabled()

@@ -151,13 +151,14 @@ def test_demo_plan_is_valid_and_uses_demo_models():
     assert {r.concurrency for r in p.runs} == {1, 4} and len(p.runs) == 20
 
 
-def test_quick_demo_plan_is_three_servers_with_repeats_for_an_interval():
+def test_quick_demo_plan_is_two_servers_with_repeats_for_an_interval():
     from helpers.recorded import ROOT
 
     p = plan.load(ROOT / "resources" / "plans" / "demo-quick.toml", available_modules=set())
-    # Three server starts (they take most of a quick demo), three repeats on each.
-    assert sorted((s.method, s.n or 0) for s, _ in p.servers()) == [("baseline", 0), ("draft_model", 3), ("ngram", 3)]
-    assert {r.concurrency for r in p.runs} == {4} and len(p.runs) == 9 and not p.skipped
+    # Two server starts (they take most of a quick demo: three did not fit 3 minutes on a 2-core
+    # CPU without AVX-512 bf16), three repeats on each.
+    assert sorted((s.method, s.n or 0) for s, _ in p.servers()) == [("baseline", 0), ("ngram", 3)]
+    assert {r.concurrency for r in p.runs} == {4} and len(p.runs) == 6 and not p.skipped
     assert {r.repeat for r in p.runs} == {1, 2, 3}
 
 

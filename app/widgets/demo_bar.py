@@ -35,8 +35,8 @@ class DemoBar(QWidget):
         """The tooltips say how long each demo takes here: from what its servers and runs took on
         this machine once a demo has run (called again after each sweep), a rough range before."""
         self.quick.setToolTip(demo_time.tip(
-            QUICK, "Loads the quick demo: the baseline, n-gram lookup (N=3) and the noisy-copy draft model "
-            "(N=3) on the demo target, 3 repeats each, to fill the Compare page", known))
+            QUICK, "Loads the quick demo: the baseline and n-gram lookup (N=3) on the demo target, 3 repeats "
+            "each, to fill the Compare page", known))
         self.full.setToolTip(demo_time.tip(
             FULL, "Loads the full demo: every N of n-gram lookup (1–5) and the draft model (1–4) at "
             "concurrency 1 and 4", known))

@@ -106,8 +106,8 @@ KEYS: tuple[Key, ...] = (
         "acceptance depends on it", 0.0, required="workload.temperature must be set: acceptance depends on it, "
         "so it is never left to a default", label="Temperature", new=True),
     Key("workload", "top_p", Number(lo=0.0001, hi=1.0), "Nucleus sampling's top-p", 1.0, label="top-p"),
-    Key("workload", "warmup", Whole(lo=0, hi=1000), "Warm-up requests before each measurement window (not "
-        "measured)", 2, label="Warm-up requests"),
+    Key("workload", "warmup", Whole(lo=0, hi=1000), "Warm-up requests before the first measurement window at each "
+        "concurrency on a server (not measured; later repeats find it warm)", 2, label="Warm-up requests"),
     Key("workload", "ignore_eos", Flag(), "Generation continues past the end of each answer: output lengths "
         "become fixed, but drafting padding text distorts acceptance", False,
         label="ignore EOS (forces every answer to max tokens)"),

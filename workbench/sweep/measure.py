@@ -55,6 +55,9 @@ class Measurement:
         self.before_sample = before_sample
         # The prompts this server has answered: a repeat of one tells suffix decoding the answer.
         self.seen: set[str] = set()
+        # The concurrencies this server has run a window or warm-up at: a later run at one of them
+        # (the next repeat) finds the server warm and its batch sizes run, so it needs no warm-up.
+        self.warmed: set[int] = set()
 
     async def measure(self, run_id: int, r: Run) -> Measured:
         """The run's figures, why it is partial (None: every request answered), and the wall-clock
@@ -78,12 +81,15 @@ class Measurement:
                 self.warnings[run_id] = warnings
         self.record.prompts_seen(run_id, seen_before, warnings)
         clients = self.clients
-        if r.warmup:
+        if r.warmup and r.concurrency not in self.warmed:
             # At the run's own concurrency, so the batch sizes the window will use have been run.
+            # Once per server and concurrency: the first requests of a fresh server are the slow
+            # ones (on a 2-core CPU the warm-ups of every repeat took 3.5 s of each 20 s run).
             count = max(r.warmup, r.concurrency)
             warm = await asyncio.to_thread(clients.run, [WARMUP_PROMPT] * count, sampling, r.concurrency)
             if not all(w.ok for w in warm.results):
                 raise RunFailed(f"warm-up request failed: {next(w.error for w in warm.results if not w.ok)}")
+            self.warmed.add(r.concurrency)
         if r.warmup and r.server.method != "suffix":
             # Every prompt of the window once, for one token: its prefix is then in the cache for
             # this run as for every other run and repeat on any server, so no window pays for a
@@ -128,6 +134,7 @@ class Measurement:
                     pass
             app_cpu_s = app_window.stop()
             results = outcome.results
+            self.warmed.add(r.concurrency)
             wall = outcome.wall_s
             t_wall1 = time.time()
             why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)

@@ -2,9 +2,9 @@
 before (workbench.host.cpu stores them after each local sweep), or a rough range until then.
 
 Server starts take most of a demo on a CPU, and both they and the runs vary severalfold between
-CPUs (a 2-core machine without bf16 instructions: 48 s a start and 653 s for the quick demo; the
-plan was sized for about 30 s a start and 3 minutes), so a fixed figure in the app was wrong by
-minutes on one of them."""
+CPUs (a 2-core machine without bf16 instructions: 48 s a start and 653 s for the quick demo of
+three servers in bf16; the plan was sized for about 30 s a start and 3 minutes), so a fixed figure
+in the app was wrong by minutes on one of them."""
 
 from __future__ import annotations
 
