@@ -67,7 +67,7 @@ def test_the_quick_demo_tooltip_says_what_it_does_and_how_long_here(qtbot, tmp_p
     bar = DemoBar()
     qtbot.addWidget(bar)
     tip = bar.quick.toolTip()
-    assert "n-gram" in tip and "draft model" in tip and "3 server starts and 9 runs" in tip and "rough" in tip
+    assert "n-gram" in tip and "2 server starts and 6 runs" in tip and "rough" in tip
     bar.refresh({str(demo.folder(demo.TARGET)): {"start_s": 48.0, "run_s": 50.0}})
     tip = bar.quick.toolTip()
-    assert "about 10 min on this machine" in tip and "48 s a server start" in tip and "rough" not in tip
+    assert "about 7 min on this machine" in tip and "48 s a server start" in tip and "rough" not in tip

@@ -19,7 +19,7 @@ def window(qtbot, tmp_path, vllm_install):
 def test_main_window_opens_with_the_demo_plan(window, qtbot):
     assert [window.tabs.tabText(i) for i in range(4)] == ["Experiment", "Live", "History", "Compare"]
     page = window.experiment
-    # The quick demo: the baseline and two methods at one N each, at one concurrency.
+    # The quick demo: the baseline and n-gram lookup at one N, at one concurrency.
     assert page.name.text() == "demo-quick" and page.target.text() == "demo:smollm2-135m"
     assert [r.method.currentData() for r in page.rows] == ["ngram"]
     assert [r.n.text() for r in page.rows] == ["3"] and page.concurrency.text() == "4"

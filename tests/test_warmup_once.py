@@ -35,3 +35,39 @@ def test_one_warm_up_per_concurrency_on_a_server(demo_models, vllm_install, tmp_
     assert sorted((r.concurrency, r.repeat) for r in runs) == [(c, k) for c in (1, 2) for k in (1, 2, 3)]
     # The server's first requests are a warm-up: a fresh server is never measured cold.
     assert sent[:2] == [1, 1]
+
+
+def test_a_failed_warm_up_leaves_the_next_repeat_a_warm_up(demo_models, vllm_install, tmp_path, monkeypatch):
+    """The first warm-up request gets no answer: that run fails before its window and the server
+    was not warmed, so the second repeat is warmed up again before its window."""
+    from workbench.checkpoints import demo
+
+    warm_calls = []
+
+    class DropFirstWarmUp:
+        def __init__(self, recording):
+            self.recording = recording
+
+        def __getattr__(self, name):
+            return getattr(self.recording, name)
+
+        def answer_for(self, prompt: str, max_tokens: int):
+            if prompt == measure.WARMUP_PROMPT.text:
+                warm_calls.append(prompt)
+                if len(warm_calls) == 1:
+                    raise ConnectionAbortedError("the stand-in drops this request")
+            return self.recording.answer_for(prompt, max_tokens)
+
+    workload = {"num_prompts": 3, "warmup": 2, "concurrency": [2], "repeats": 2}
+    with StandinVllm("draft_model_n3", api_key="standin-warmup-key-0123456789abd") as server:
+        server.recording = DropFirstWarmUp(server.recording)
+        monkeypatch.setenv("STANDIN_KEY", server.api_key)
+        p = plan.loads(attach_plan(server.base_url, demo_models[demo.DRAFT_NOISY.name], workload=workload))
+        db_path = tmp_path / "warmup-failed.sqlite"
+        summary = runner.Runner(p, str(db_path), vllm_install, emit=lambda e: None, scrape_interval_s=0.1).run()
+
+    assert summary["completed"] == 1
+    runs = sorted(store.runs(store.open_db(db_path, readonly=True)), key=lambda r: r.repeat)
+    assert [r.status for r in runs] == ["failed", "completed"]
+    assert runs[0].error.startswith("warm-up request failed")
+    assert len(warm_calls) == 4   # two before each run's window: the failed warm-up warmed nothing

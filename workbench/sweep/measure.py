@@ -134,7 +134,6 @@ class Measurement:
                     pass
             app_cpu_s = app_window.stop()
             results = outcome.results
-            self.warmed.add(r.concurrency)
             wall = outcome.wall_s
             t_wall1 = time.time()
             why = _died(srv, grace_s=3.0 if any(not x.ok for x in results) else 0.0)
@@ -149,6 +148,8 @@ class Measurement:
         failed = [x for x in results if not x.ok]
         if len(failed) == len(results):
             raise RunFailed(f"every request failed: {failed[0].error}")
+        # A window with answers warmed the server at its concurrency; one that had none did not.
+        self.warmed.add(r.concurrency)
         win = metrics.window(before, after)
         figures = summarize(results, win, wall)
         figures.update(client_cpu_s=outcome.client_cpu_s, client_processes=outcome.processes, app_cpu_s=app_cpu_s)
