@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
     # Longest groups first; the order inside a module is kept, as sort is stable.
     items.sort(key=lambda it: -GROUP_SECONDS.get(_group(_module(it.nodeid)), 60) if _slow(it) else 0)
+
+
+_GROUP_TIMES: dict[str, list] = {}  # group -> [worker, seconds, finished at (s from the first report)]
+_FIRST_REPORT: list[float] = []
+
+
+def pytest_runtest_logreport(report):
+    """The slow tier's groups timed as they ran (setup, call and teardown of their tests, on which
+    worker, and when each finished), so GROUP_SECONDS can follow the suite and a worker left idle
+    at the end shows."""
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    if worker is None:  # only the controller of an xdist run sees every worker's reports
+        return
+    now = time.monotonic()
+    if not _FIRST_REPORT:
+        _FIRST_REPORT.append(now - report.duration)
+    row = _GROUP_TIMES.setdefault(_group(_module(report.nodeid)), [worker.id, 0.0, 0.0])
+    row[1] += report.duration
+    row[2] = now - _FIRST_REPORT[0]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _markexpr(config) not in SLOW_TIER or not _GROUP_TIMES:
+        return
+    terminalreporter.section("groups (worker, seconds, finished at)")
+    for group, (worker, seconds, end) in sorted(_GROUP_TIMES.items(), key=lambda kv: (kv[1][0], kv[1][2])):
+        terminalreporter.write_line(f"{worker}  {seconds:6.0f} s  at {end:6.0f} s  {group}")
 
 
 @pytest.fixture(autouse=True)

@@ -21,26 +21,17 @@ def test_a_window_with_failed_requests_is_stored_partial(demo_models, vllm_insta
 
     window_calls = []
 
-    class Dropping:
-        """The recording, but the 2nd and 5th of the window's requests get no answer."""
-
-        def __init__(self, recording):
-            self.recording = recording
-
-        def __getattr__(self, name):
-            return getattr(self.recording, name)
-
-        def answer_for(self, prompt: str, max_tokens: int):
-            # The window's requests ask for 32 tokens of a built-in prompt; the warm-up asks for
-            # its own prompt and the prefix pass for one token, and those are answered.
-            if max_tokens == 32 and prompt != runner.WARMUP_PROMPT.text:
-                window_calls.append(prompt)
-                if len(window_calls) in (2, 5):
-                    raise ConnectionAbortedError("the stand-in drops this request")
-            return self.recording.answer_for(prompt, max_tokens)
+    def drop_2nd_and_5th(prompt: str, max_tokens: int) -> bool:
+        """The 2nd and 5th of the window's requests get no answer. The window's requests ask for 32
+        tokens of a built-in prompt; the warm-up asks for its own prompt and the prefix pass for one
+        token, and those are answered."""
+        if max_tokens == 32 and prompt != runner.WARMUP_PROMPT.text:
+            window_calls.append(prompt)
+            return len(window_calls) in (2, 5)
+        return False
 
     with StandinVllm("draft_model_n3", api_key="standin-partial-key-0123456789ab") as server:
-        server.recording = Dropping(server.recording)
+        server.drop = drop_2nd_and_5th
         monkeypatch.setenv("STANDIN_KEY", server.api_key)
         p = plan.loads(attach_plan(server.base_url, demo_models[demo.DRAFT_NOISY.name]))
         db_path = tmp_path / "partial.sqlite"

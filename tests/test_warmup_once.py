@@ -44,23 +44,14 @@ def test_a_failed_warm_up_leaves_the_next_repeat_a_warm_up(demo_models, vllm_ins
 
     warm_calls = []
 
-    class DropFirstWarmUp:
-        def __init__(self, recording):
-            self.recording = recording
-
-        def __getattr__(self, name):
-            return getattr(self.recording, name)
-
-        def answer_for(self, prompt: str, max_tokens: int):
-            if prompt == measure.WARMUP_PROMPT.text:
-                warm_calls.append(prompt)
-                if len(warm_calls) == 1:
-                    raise ConnectionAbortedError("the stand-in drops this request")
-            return self.recording.answer_for(prompt, max_tokens)
+    def drop_first_warm_up(prompt: str, max_tokens: int) -> bool:
+        if prompt == measure.WARMUP_PROMPT.text:
+            warm_calls.append(prompt)
+        return prompt == measure.WARMUP_PROMPT.text and len(warm_calls) == 1
 
     workload = {"num_prompts": 3, "warmup": 2, "concurrency": [2], "repeats": 2}
     with StandinVllm("draft_model_n3", api_key="standin-warmup-key-0123456789abd") as server:
-        server.recording = DropFirstWarmUp(server.recording)
+        server.drop = drop_first_warm_up
         monkeypatch.setenv("STANDIN_KEY", server.api_key)
         p = plan.loads(attach_plan(server.base_url, demo_models[demo.DRAFT_NOISY.name], workload=workload))
         db_path = tmp_path / "warmup-failed.sqlite"

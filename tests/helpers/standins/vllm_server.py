@@ -251,6 +251,9 @@ class StandinVllm:
         if self.imposed:
             self.counters.ensure_positions(len(self.imposed))
         self.requests: list[dict] = []  # every chat request: its body, and whether its own recording answered
+        # A rule (prompt, max_tokens) -> True for the requests whose connection is dropped unanswered,
+        # as a server that dies mid-request: set by the tests of failed requests.
+        self.drop: Callable[[str, int], bool] | None = None
         self.running = 0
         self.scrapes = 0  # /metrics requests answered
         self.log: list[str] = []
@@ -410,6 +413,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send({"status": 501, "headers": {"content-type": "application/json"},
                                "body": '{"error": "the stand-in replays streamed chat completions only"}'})
         prompt = body["messages"][-1]["content"]
+        if s.drop and s.drop(prompt, body.get("max_tokens", 16)):
+            raise ConnectionAbortedError("the stand-in drops this request")
         record, exact = s.recording.answer_for(prompt, body.get("max_tokens", 16))
         if s.imposed or s.no_spec:
             usage = final_chunk(record).get("usage") or {}
