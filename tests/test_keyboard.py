@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from app.main import MainWindow
+from helpers.pages import add_draft_row
 from workbench import events
 
 
@@ -57,11 +58,7 @@ def test_tab_reaches_the_method_rows_before_run(w, qtbot):
     w.activateWindow()
     qtbot.waitUntil(w.isActiveWindow, timeout=3000)
     # Two method rows, so the walk shows row-by-row order (the quick demo has one: a second is added).
-    doc = page.document()
-    doc["methods"].append({"method": "draft_model", "draft": "demo:smollm2-135m-draft-noisy-copy", "n": 3})
-    page.set_document(doc)
-    # A row added to a shown page is shown by the event loop (Qt queues it), as it is in the app.
-    qtbot.waitUntil(lambda: all(r.method.isVisible() for r in page.rows), timeout=3000)
+    add_draft_row(page, qtbot)
     assert len(page.rows) == 2 and page.run_button.isEnabled()
     page.name.setFocus()
     qtbot.waitUntil(page.name.hasFocus, timeout=3000)

@@ -12,6 +12,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QScrollArea
 
 from app.main import MainWindow
+from helpers.pages import add_draft_row
 from helpers.recorded import DEMO_DB, copy_db, stored_runs
 from workbench import events, store
 from workbench.usecases import compare_view
@@ -38,11 +39,7 @@ def _fits(edit) -> bool:
 def test_method_fields_show_their_values_at_1280(window, qtbot):
     page = window.experiment
     # The quick demo has one method (n-gram lookup): a draft model's row is added, as a user would.
-    doc = page.document()
-    doc["methods"].append({"method": "draft_model", "draft": "demo:smollm2-135m-draft-noisy-copy", "n": 3})
-    page.set_document(doc)
-    # A row added to a shown page is shown by the event loop (Qt queues it), as it is in the app.
-    qtbot.waitUntil(lambda: all(r.method.isVisible() for r in page.rows), timeout=3000)
+    add_draft_row(page, qtbot)
     rows = {r.method.currentData(): r for r in page.rows}
     draft, options = rows["draft_model"].draft, rows["ngram"].options
     assert draft.text() == "demo:smollm2-135m-draft-noisy-copy"

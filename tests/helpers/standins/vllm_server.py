@@ -412,10 +412,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return self._send({"status": 501, "headers": {"content-type": "application/json"},
                                "body": '{"error": "the stand-in replays streamed chat completions only"}'})
-        prompt = body["messages"][-1]["content"]
-        if s.drop and s.drop(prompt, body.get("max_tokens", 16)):
+        prompt, max_tokens = body["messages"][-1]["content"], body.get("max_tokens", 16)
+        if s.drop and s.drop(prompt, max_tokens):
             raise ConnectionAbortedError("the stand-in drops this request")
-        record, exact = s.recording.answer_for(prompt, body.get("max_tokens", 16))
+        record, exact = s.recording.answer_for(prompt, max_tokens)
         if s.imposed or s.no_spec:
             usage = final_chunk(record).get("usage") or {}
             with s.counters.lock:
