@@ -23,6 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["DRAFTBENCH_CONFIG_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-config-{os.getpid()}")
 os.environ["DRAFTBENCH_CACHE_DIR"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"draftbench-test-cache-{os.getpid()}")
 
+from helpers.cpu_tuning import forget, measure_once, seeded  # noqa: E402
 from helpers.hub import GRANTED, StandInHub, demo_repos  # noqa: E402
 from helpers.plans import DRAFT, NGRAM, demo_plan  # noqa: E402
 from helpers.recorded import DEMO_DB, GPU_DB, copy_db  # noqa: E402
@@ -32,6 +33,13 @@ from workbench import launch, plan, store  # noqa: E402
 from workbench.checkpoints import demo  # noqa: E402
 from workbench.host import engine, vllm_cli  # noqa: E402
 from workbench.sweep import runner  # noqa: E402
+
+measure_once()
+seeded(Path(os.environ["DRAFTBENCH_CACHE_DIR"]))
+
+
+def pytest_unconfigure(config):
+    forget()
 
 
 def _markexpr(config) -> str:

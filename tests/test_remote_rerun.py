@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import sshd as sshd_mod
+from helpers.cpu_tuning import seeded
 from helpers.plans import DRAFT, demo_plan
 from helpers.recorded import ROOT
 from helpers.standin_sweep import STANDINS
@@ -36,7 +37,7 @@ class Host:
         self.plan.write_text(PLAN)
         # Through sshd the host's environment is the login's: what the stand-in needs is passed.
         env = {"PYTHONPATH": str(ROOT), "STANDIN_REAL_PYTHON": sys.executable,
-               "DRAFTBENCH_CACHE_DIR": str(tmp_path / "host-cache")}
+               "DRAFTBENCH_CACHE_DIR": str(seeded(tmp_path / "host-cache"))}
         self.options = ["--identity", str(sshd.key), "--python", sys.executable, "--data-dir", str(self.data),
                         "--ssh-config", str(sshd.client_config), *sum((["-o", o] for o in self.host.options), []),
                         *sum((["--env", f"{k}={v}"] for k, v in env.items()), [])]

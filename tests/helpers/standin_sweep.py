@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.cpu_tuning import seeded
 from helpers.plans import demo_plan
 from workbench import plan, store
 from workbench.sweep import runner
@@ -27,7 +28,7 @@ def run_plan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """`draftbench run plan.toml` in tmp_path as a user runs it, its servers the vLLM stand-in, its
     results in tmp_path/r.sqlite (the rerun and add-repeats tests)."""
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "DRAFTBENCH_CACHE_DIR": str(tmp_path / "cache"),
+    env = {**os.environ, "PYTHONPATH": str(root), "DRAFTBENCH_CACHE_DIR": str(seeded(tmp_path / "cache")),
            "STANDIN_REAL_PYTHON": sys.executable}
     return subprocess.run([sys.executable, "-m", "workbench.cli", "run", "plan.toml", "--db", str(tmp_path / "r.sqlite"),
                            "--vllm-python", str(STANDINS / "vllm_python"), *args],
